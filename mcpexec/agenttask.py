@@ -1,0 +1,208 @@
+"""The AgentTask and MCPServer resources as pydantic models.
+
+One definition serves the operator, the gateway and `mcpexec run`; `crds/*.yaml` is the API server's
+copy of the same shape, and a unit test keeps the two in step.
+"""
+
+from __future__ import annotations
+
+import re
+from enum import StrEnum
+from typing import Annotated, Any, Literal, Self
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+GROUP = "mcpexec.dev"
+VERSION = "v1alpha1"
+API_VERSION = f"{GROUP}/{VERSION}"
+AGENTTASK_PLURAL = "agenttasks"
+MCPSERVER_PLURAL = "mcpservers"
+
+DNS1123_LABEL = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
+ENTITY_NAME = r"^[A-Z][A-Z0-9_]*$"
+# A Kubernetes quantity (the API server's own grammar, simplified to what users write).
+QUANTITY = r"^([0-9]+(\.[0-9]+)?|\.[0-9]+)(m|k|M|G|T|P|E|Ki|Mi|Gi|Ti|Pi|Ei)?$"
+
+Dns1123Label = Annotated[str, Field(pattern=DNS1123_LABEL, min_length=1, max_length=63)]
+Quantity = Annotated[str, Field(pattern=QUANTITY, max_length=32)]
+
+
+class _Model(BaseModel):
+    """Spec models reject unknown fields, as the CRD's structural schema does."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+
+class Phase(StrEnum):
+    PENDING = "Pending"
+    RUNNING = "Running"
+    SUCCEEDED = "Succeeded"
+    FAILED = "Failed"
+    TIMED_OUT = "TimedOut"
+
+    @property
+    def finished(self) -> bool:
+        return self in (Phase.SUCCEEDED, Phase.FAILED, Phase.TIMED_OUT)
+
+
+class PiiEntity(StrEnum):
+    EMAIL = "EMAIL"
+    PHONE = "PHONE"
+    CREDIT_CARD = "CREDIT_CARD"
+    US_SSN = "US_SSN"
+    IBAN = "IBAN"
+    IP_ADDRESS = "IP_ADDRESS"
+    PERSON = "PERSON"
+    LOCATION = "LOCATION"
+
+
+BUILTIN_ENTITIES: tuple[PiiEntity, ...] = (
+    PiiEntity.EMAIL,
+    PiiEntity.PHONE,
+    PiiEntity.CREDIT_CARD,
+    PiiEntity.US_SSN,
+    PiiEntity.IBAN,
+    PiiEntity.IP_ADDRESS,
+)
+
+
+class ToolPolicy(_Model):
+    """Glob patterns over `server/tool`; deny wins over allow; an empty allow list allows all."""
+
+    allow: list[Annotated[str, Field(min_length=1, max_length=253)]] = Field(default_factory=list)
+    deny: list[Annotated[str, Field(min_length=1, max_length=253)]] = Field(default_factory=list)
+
+
+class SkillsSpec(_Model):
+    """Persistent skills on a PVC named `skills-<owner>`; it outlives the tasks that use it."""
+
+    owner: Dns1123Label
+    read_only: bool = Field(default=False, alias="readOnly")
+    size: Quantity = "1Gi"
+    storage_class_name: str | None = Field(default=None, alias="storageClassName")
+
+    @property
+    def claim_name(self) -> str:
+        return f"skills-{self.owner}"
+
+
+class CustomPattern(_Model):
+    name: Annotated[str, Field(pattern=ENTITY_NAME, max_length=40)]
+    regex: Annotated[str, Field(min_length=1, max_length=1000)]
+
+    @model_validator(mode="after")
+    def _compiles(self) -> Self:
+        try:
+            re.compile(self.regex)
+        except re.error as exc:
+            raise ValueError(f"customPatterns[{self.name}].regex does not compile: {exc}") from exc
+        return self
+
+
+class PiiSpec(_Model):
+    enabled: bool = True
+    entities: list[PiiEntity] = Field(default_factory=lambda: list(BUILTIN_ENTITIES))
+    custom_patterns: list[CustomPattern] = Field(default_factory=list, alias="customPatterns")
+
+
+class ResourceList(_Model):
+    cpu: Quantity | None = None
+    memory: Quantity | None = None
+
+
+class Resources(_Model):
+    requests: ResourceList = Field(default_factory=lambda: ResourceList(cpu="100m", memory="256Mi"))
+    limits: ResourceList = Field(default_factory=lambda: ResourceList(cpu="1", memory="512Mi"))
+
+
+class AgentTaskSpec(_Model):
+    """Exactly one of `prompt` (agent mode) or `code` (direct mode)."""
+
+    prompt: Annotated[str, Field(min_length=1, max_length=100_000)] | None = None
+    code: Annotated[str, Field(min_length=1, max_length=200_000)] | None = None
+    model: Annotated[str, Field(max_length=200)] | None = None
+    max_turns: Annotated[int, Field(ge=1, le=100)] = Field(default=10, alias="maxTurns")
+    mcp_servers: list[Dns1123Label] = Field(default_factory=list, alias="mcpServers", max_length=32)
+    tools: ToolPolicy = Field(default_factory=ToolPolicy)
+    skills: SkillsSpec | None = None
+    pii: PiiSpec = Field(default_factory=PiiSpec)
+    resources: Resources = Field(default_factory=Resources)
+    timeout_seconds: Annotated[int, Field(ge=1, le=86_400)] = Field(default=600, alias="timeoutSeconds")
+    ttl_seconds_after_finished: Annotated[int, Field(ge=0, le=2_592_000)] | None = Field(
+        default=None, alias="ttlSecondsAfterFinished"
+    )
+    runtime_class_name: Dns1123Label = Field(default="gvisor", alias="runtimeClassName")
+
+    @model_validator(mode="after")
+    def _exactly_one_mode(self) -> Self:
+        if (self.prompt is None) == (self.code is None):
+            raise ValueError("exactly one of spec.prompt or spec.code must be set")
+        return self
+
+    @property
+    def mode(self) -> Literal["prompt", "code"]:
+        return "prompt" if self.prompt is not None else "code"
+
+
+class ObjectMeta(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+    name: Dns1123Label
+    namespace: Dns1123Label = "default"
+    uid: str | None = None
+
+
+class AgentTask(BaseModel):
+    """A whole AgentTask document, as `kubectl apply` and `mcpexec run` read it."""
+
+    model_config = ConfigDict(extra="allow", populate_by_name=True)
+
+    api_version: Literal["mcpexec.dev/v1alpha1"] = Field(alias="apiVersion")
+    kind: Literal["AgentTask"]
+    metadata: ObjectMeta
+    spec: AgentTaskSpec
+
+
+class SecretKeyRef(_Model):
+    name: Dns1123Label
+    key: Annotated[str, Field(min_length=1, max_length=253)]
+
+
+class HeaderFromSecret(_Model):
+    name: Annotated[str, Field(min_length=1, max_length=100)]
+    secret_key_ref: SecretKeyRef = Field(alias="secretKeyRef")
+
+
+class MCPServerSpec(_Model):
+    """How the gateway reaches one MCP server: a stdio command it runs, or a streamable-HTTP URL."""
+
+    transport: Literal["stdio", "streamableHttp"]
+    description: Annotated[str, Field(max_length=1000)] = ""
+    command: list[Annotated[str, Field(min_length=1)]] | None = None
+    env: dict[str, str] = Field(default_factory=dict)
+    url: Annotated[str, Field(pattern=r"^https?://", max_length=2000)] | None = None
+    headers: dict[str, str] = Field(default_factory=dict)
+    headers_from_secrets: list[HeaderFromSecret] = Field(default_factory=list, alias="headersFromSecrets")
+    call_timeout_seconds: Annotated[float, Field(gt=0, le=3600)] = Field(default=60, alias="callTimeoutSeconds")
+
+    @model_validator(mode="after")
+    def _transport_fields(self) -> Self:
+        if self.transport == "stdio" and not self.command:
+            raise ValueError("a stdio MCP server needs spec.command")
+        if self.transport == "streamableHttp" and not self.url:
+            raise ValueError("a streamableHttp MCP server needs spec.url")
+        return self
+
+
+class MCPServer(BaseModel):
+    model_config = ConfigDict(extra="allow", populate_by_name=True)
+
+    api_version: Literal["mcpexec.dev/v1alpha1"] = Field(alias="apiVersion")
+    kind: Literal["MCPServer"]
+    metadata: ObjectMeta
+    spec: MCPServerSpec
+
+
+def parse_agenttask(document: dict[str, Any]) -> AgentTask:
+    """Validate one AgentTask document; raises pydantic.ValidationError with field paths."""
+    return AgentTask.model_validate(document)

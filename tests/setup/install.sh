@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# Installs everything the tests and the demo need on a fresh machine; idempotent, quiet when done.
+#   Debian: runsc (gVisor), redis-server, git   PyPI: the project (+dev) in .venv, the reference
+#   Python MCP servers in their own venv   npm: the reference MCP servers   Go: the control plane.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+CACHE_ROOT="${MCPEXEC_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/mcpexec}"
+log() { printf '[install] %s\n' "$*" >&2; }
+
+need_apt=()
+command -v runsc >/dev/null || need_apt+=(runsc)
+command -v redis-server >/dev/null || need_apt+=(redis-server)
+command -v git >/dev/null || need_apt+=(git)
+if [ ${#need_apt[@]} -gt 0 ]; then
+  log "apt-get install ${need_apt[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq >/dev/null
+  apt-get install -y -qq --no-install-recommends "${need_apt[@]}" >/dev/null
+  # The package starts a system redis on 6379; tests start their own on free ports.
+  (systemctl disable --now redis-server 2>/dev/null || service redis-server stop 2>/dev/null) >/dev/null || true
+fi
+
+if [ ! -x .venv/bin/python ] || [ pyproject.toml -nt .venv/.installed ]; then
+  log "python venv (.venv)"
+  python3 -m venv .venv
+  .venv/bin/pip install -q -U pip
+  .venv/bin/pip install -q -e '.[dev]'
+  touch .venv/.installed
+fi
+
+servers_venv="$CACHE_ROOT/mcp-servers-py"
+if [ ! -x "$servers_venv/bin/mcp-server-time" ] || [ ! -x "$servers_venv/bin/mcp-server-git" ]; then
+  log "reference Python MCP servers ($servers_venv)"
+  python3 -m venv "$servers_venv"
+  "$servers_venv/bin/pip" install -q 'mcp-server-time==2026.10.19' 'mcp-server-git==2026.10.19'
+fi
+
+if [ ! -d tests/mcp-servers/node_modules/@modelcontextprotocol ]; then
+  log "reference npm MCP servers"
+  npm ci --prefix tests/mcp-servers --no-audit --no-fund --loglevel=error >/dev/null
+fi
+
+log "control plane binaries (built once, cached)"
+bash tests/cluster/build-control-plane.sh >/dev/null

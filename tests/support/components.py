@@ -1,0 +1,70 @@
+"""Real components for the tests and benchmarks: a redis-server on a free port, the reference MCP servers.
+
+Everything here starts the real program installed by tests/setup/install.sh; nothing is simulated.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+CACHE_ROOT = Path(
+    os.environ.get("MCPEXEC_CACHE", Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "mcpexec")
+)
+NPM_BIN = REPO / "tests" / "mcp-servers" / "node_modules" / ".bin"
+PY_SERVERS_BIN = CACHE_ROOT / "mcp-servers-py" / "bin"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def reference_server_commands(filesystem_root: Path) -> dict[str, list[str]]:
+    """The stdio commands of the five reference MCP servers (npm and PyPI)."""
+    return {
+        "everything": [str(NPM_BIN / "mcp-server-everything"), "stdio"],
+        "memory": [str(NPM_BIN / "mcp-server-memory")],
+        "filesystem": [str(NPM_BIN / "mcp-server-filesystem"), str(filesystem_root)],
+        "time": [str(PY_SERVERS_BIN / "mcp-server-time"), "--local-timezone", "UTC"],
+        "git": [str(PY_SERVERS_BIN / "mcp-server-git")],
+    }
+
+
+@contextmanager
+def redis_server() -> Iterator[str]:
+    """A real redis-server on a free loopback port, no persistence; yields its URL."""
+    binary = shutil.which("redis-server")
+    if binary is None:
+        raise RuntimeError("redis-server is not installed: run `make install`")
+    port = free_port()
+    with tempfile.TemporaryDirectory(prefix="mcpexec-redis-") as tmp:
+        proc = subprocess.Popen(
+            [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+             "--dir", tmp],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.STDOUT,
+        )
+        try:
+            deadline = time.monotonic() + 10
+            while True:
+                try:
+                    with socket.create_connection(("127.0.0.1", port), timeout=0.2):
+                        break
+                except OSError:
+                    if proc.poll() is not None or time.monotonic() > deadline:
+                        raise RuntimeError("redis-server did not start") from None
+                    time.sleep(0.05)
+            yield f"redis://127.0.0.1:{port}/0"
+        finally:
+            proc.terminate()
+            proc.wait(timeout=10)
