@@ -23,6 +23,9 @@ ENTITY_NAME = r"^[A-Z][A-Z0-9_]*$"
 # A Kubernetes quantity (the API server's own grammar, simplified to what users write).
 QUANTITY = r"^([0-9]+(\.[0-9]+)?|\.[0-9]+)(m|k|M|G|T|P|E|Ki|Mi|Gi|Ti|Pi|Ei)?$"
 
+# Children are named `mcpexec-<task>`; 48 keeps them and the Job's pods within DNS-1123 label limits.
+MAX_TASK_NAME = 48
+
 Dns1123Label = Annotated[str, Field(pattern=DNS1123_LABEL, min_length=1, max_length=63)]
 Quantity = Annotated[str, Field(pattern=QUANTITY, max_length=32)]
 
@@ -76,7 +79,7 @@ class ToolPolicy(_Model):
 class SkillsSpec(_Model):
     """Persistent skills on a PVC named `skills-<owner>`; it outlives the tasks that use it."""
 
-    owner: Dns1123Label
+    owner: Annotated[str, Field(pattern=DNS1123_LABEL, min_length=1, max_length=56)]
     read_only: bool = Field(default=False, alias="readOnly")
     size: Quantity = "1Gi"
     storage_class_name: str | None = Field(default=None, alias="storageClassName")
@@ -136,7 +139,9 @@ class AgentTaskSpec(_Model):
     @model_validator(mode="after")
     def _exactly_one_mode(self) -> Self:
         if (self.prompt is None) == (self.code is None):
-            raise ValueError("exactly one of spec.prompt or spec.code must be set")
+            raise ValueError("exactly one of spec.prompt (agent mode) or spec.code (direct mode) must be set")
+        if self.model is not None and self.prompt is None:
+            raise ValueError("spec.model only applies to agent mode (spec.prompt)")
         return self
 
     @property
@@ -161,6 +166,16 @@ class AgentTask(BaseModel):
     kind: Literal["AgentTask"]
     metadata: ObjectMeta
     spec: AgentTaskSpec
+
+    @model_validator(mode="after")
+    def _name_fits_children(self) -> Self:
+        if len(self.metadata.name) > MAX_TASK_NAME:
+            raise ValueError(f"metadata.name must be at most {MAX_TASK_NAME} characters")
+        return self
+
+    @property
+    def task_id(self) -> str:
+        return f"{self.metadata.namespace}/{self.metadata.name}"
 
 
 class SecretKeyRef(_Model):

@@ -1,0 +1,1 @@
+"""mcpexec: code execution with MCP on Kubernetes (shared models, CLI, local mode)."""
