@@ -1,0 +1,1 @@
+"""The mcpexec operator: turns AgentTasks into hardened, gVisor-sandboxed Jobs and reports back."""

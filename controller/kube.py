@@ -1,0 +1,148 @@
+"""The operator's API calls: idempotent creates, reads, and conflict-safe status writes."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from typing import Any, cast
+
+import kopf
+from kubernetes import client, config
+from kubernetes.client.exceptions import ApiException
+
+from controller import status as task_status
+from controller.manifests import Manifest
+from mcpexec.agenttask import AGENTTASK_PLURAL, GROUP, VERSION
+
+_CONFLICT_RETRIES = 5
+
+
+def api_client() -> client.ApiClient:
+    """In-cluster credentials when running in a pod, the kubeconfig ($KUBECONFIG, read now) otherwise."""
+    try:
+        configuration = client.Configuration()
+        config.load_incluster_config(client_configuration=configuration)
+        return client.ApiClient(configuration)
+    except config.ConfigException:
+        return cast(client.ApiClient, config.new_client_from_config(config_file=os.environ.get("KUBECONFIG")))
+
+
+class Cluster:
+    """Typed access to the few APIs the operator uses."""
+
+    def __init__(self, api: client.ApiClient) -> None:
+        self.api = api
+        self.core = client.CoreV1Api(self.api)
+        self.batch = client.BatchV1Api(self.api)
+        self.net = client.NetworkingV1Api(self.api)
+        self.node = client.NodeV1Api(self.api)
+        self.custom = client.CustomObjectsApi(self.api)
+
+    def to_dict(self, obj: Any) -> dict[str, Any]:
+        result: dict[str, Any] = self.api.sanitize_for_serialization(obj)
+        return result
+
+    def _creators(self) -> dict[str, tuple[Callable[..., Any], Callable[..., Any]]]:
+        return {
+            "ServiceAccount": (self.core.create_namespaced_service_account, self.core.read_namespaced_service_account),
+            "ConfigMap": (self.core.create_namespaced_config_map, self.core.read_namespaced_config_map),
+            "NetworkPolicy": (self.net.create_namespaced_network_policy, self.net.read_namespaced_network_policy),
+            "PersistentVolumeClaim": (
+                self.core.create_namespaced_persistent_volume_claim,
+                self.core.read_namespaced_persistent_volume_claim,
+            ),
+            "Job": (self.batch.create_namespaced_job, self.batch.read_namespaced_job),
+        }
+
+    def ensure(self, manifest: Manifest, owner_uid: str | None) -> dict[str, Any]:
+        """Create the object, or find the one a previous reconcile made.
+
+        An existing object with that name that belongs to someone else (another task's leftover, a user's
+        own object) is never adopted: the reconcile waits and retries instead.
+        """
+        create, read = self._creators()[manifest["kind"]]
+        meta = manifest["metadata"]
+        try:
+            return self.to_dict(create(meta["namespace"], manifest))
+        except ApiException as exc:
+            if exc.status != 409:
+                raise
+        existing = self.to_dict(read(meta["name"], meta["namespace"]))
+        owners = {ref.get("uid") for ref in existing["metadata"].get("ownerReferences") or []}
+        if owner_uid is not None and owner_uid not in owners:
+            raise kopf.TemporaryError(
+                f"{manifest['kind']} {meta['name']} exists and is not owned by this AgentTask; waiting for it to go",
+                delay=5,
+            )
+        return existing
+
+    def runtime_class_exists(self, name: str) -> bool:
+        try:
+            self.node.read_runtime_class(name)
+        except ApiException as exc:
+            if exc.status == 404:
+                return False
+            raise
+        return True
+
+    def missing_mcp_servers(self, namespace: str, names: list[str]) -> list[str]:
+        listed = cast(
+            dict[str, Any], self.custom.list_namespaced_custom_object(GROUP, VERSION, namespace, "mcpservers")
+        )
+        present = {item["metadata"]["name"] for item in listed.get("items", [])}
+        return [name for name in names if name not in present]
+
+    def read_task(self, namespace: str, name: str) -> dict[str, Any] | None:
+        try:
+            found = cast(
+                dict[str, Any],
+                self.custom.get_namespaced_custom_object(GROUP, VERSION, namespace, AGENTTASK_PLURAL, name),
+            )
+        except ApiException as exc:
+            if exc.status == 404:
+                return None
+            raise
+        return found
+
+    def job_and_pods(self, namespace: str, job_name: str) -> tuple[dict[str, Any] | None, list[dict[str, Any]]]:
+        try:
+            job = self.to_dict(self.batch.read_namespaced_job(job_name, namespace))
+        except ApiException as exc:
+            if exc.status == 404:
+                return None, []
+            raise
+        pods = self.core.list_namespaced_pod(namespace, label_selector=f"job-name={job_name}")
+        return job, [self.to_dict(p) for p in pods.items]
+
+    def update_task_status(
+        self, namespace: str, name: str, compute: Callable[[task_status.Status], task_status.Status]
+    ) -> task_status.Status | None:
+        """Read-modify-write of the status subresource, guarded by resourceVersion against lost updates."""
+        for _ in range(_CONFLICT_RETRIES):
+            task = self.read_task(namespace, name)
+            if task is None:
+                return None
+            current = task.get("status") or {}
+            new = compute(current)
+            if new == current:
+                return current
+            body = {"metadata": {"resourceVersion": task["metadata"]["resourceVersion"]}, "status": new}
+            try:
+                self.custom.patch_namespaced_custom_object_status(
+                    GROUP, VERSION, namespace, AGENTTASK_PLURAL, name, body
+                )
+            except ApiException as exc:
+                if exc.status == 409:
+                    continue
+                if exc.status == 404:
+                    return None
+                raise
+            return new
+        raise kopf.TemporaryError(f"status of {namespace}/{name} kept changing under us", delay=1)
+
+    def delete_task(self, namespace: str, name: str) -> None:
+        try:
+            self.custom.delete_namespaced_custom_object(GROUP, VERSION, namespace, AGENTTASK_PLURAL, name)
+        except ApiException as exc:
+            if exc.status != 404:
+                raise

@@ -1,0 +1,146 @@
+"""AgentTask status from what the cluster shows (pure functions, no API calls).
+
+Phase only moves forward (Pending -> Running -> a finished phase), so late or reordered Job and Pod
+events can never undo a result.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from typing import Any
+
+from pydantic import BaseModel, Field, ValidationError
+
+from mcpexec.agenttask import Phase
+
+Status = dict[str, Any]
+RESULT_LIMIT = 4096
+_ORDER = {Phase.PENDING: 0, Phase.RUNNING: 1, Phase.SUCCEEDED: 2, Phase.FAILED: 2, Phase.TIMED_OUT: 2}
+
+
+class Usage(BaseModel):
+    llm_turns: int = Field(default=0, ge=0, alias="llmTurns")
+    tokens_in: int = Field(default=0, ge=0, alias="tokensIn")
+    tokens_out: int = Field(default=0, ge=0, alias="tokensOut")
+    tool_calls: int = Field(default=0, ge=0, alias="toolCalls")
+
+
+class RuntimeResult(BaseModel):
+    """The runtime's termination message (docs/contracts.md)."""
+
+    phase: Phase
+    result: str = ""
+    error: str | None = None
+    usage: Usage = Field(default_factory=Usage)
+
+
+def now() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def condition(type_: str, status: bool, reason: str, message: str = "") -> dict[str, str]:
+    return {"type": type_, "status": "True" if status else "False", "reason": reason, "message": message}
+
+
+def _parse_time(value: str) -> datetime:
+    return datetime.fromisoformat(value.replace("Z", "+00:00"))
+
+
+def duration(start: str, end: str) -> str:
+    seconds = max(0, int((_parse_time(end) - _parse_time(start)).total_seconds()))
+    minutes, seconds = divmod(seconds, 60)
+    hours, minutes = divmod(minutes, 60)
+    if hours:
+        return f"{hours}h{minutes}m{seconds}s"
+    return f"{minutes}m{seconds}s" if minutes else f"{seconds}s"
+
+
+def _job_condition(job: dict[str, Any], type_: str) -> dict[str, Any] | None:
+    for cond in (job.get("status") or {}).get("conditions") or []:
+        if cond.get("type") == type_ and cond.get("status") == "True":
+            return dict(cond)
+    return None
+
+
+def _terminated(pods: list[dict[str, Any]]) -> dict[str, Any] | None:
+    for pod in pods:
+        for container in (pod.get("status") or {}).get("containerStatuses") or []:
+            terminated = (container.get("state") or {}).get("terminated")
+            if container.get("name") == "runtime" and terminated:
+                return dict(terminated)
+    return None
+
+
+def _runtime_result(terminated: dict[str, Any] | None) -> Status:
+    """Result and usage from the termination message; a non-JSON message is kept as plain text."""
+    if not terminated or not terminated.get("message"):
+        return {}
+    message = str(terminated["message"])
+    try:
+        parsed = RuntimeResult.model_validate(json.loads(message))
+    except (json.JSONDecodeError, ValidationError):
+        return {"result": message[:RESULT_LIMIT]}
+    out: Status = {"result": parsed.result[:RESULT_LIMIT], "usage": parsed.usage.model_dump(by_alias=True)}
+    if parsed.error:
+        out["error"] = parsed.error
+    return out
+
+
+def observe(job: dict[str, Any], pods: list[dict[str, Any]]) -> Status:
+    """The status a Job and its pods imply, before merging into the task's current status."""
+    job_status = job.get("status") or {}
+    status: Status = {"jobName": job["metadata"]["name"], "phase": Phase.PENDING.value}
+    if pods:
+        status["podName"] = pods[0]["metadata"]["name"]
+    if job_status.get("startTime"):
+        status["startTime"] = job_status["startTime"]
+    terminated = _terminated(pods)
+    outcome = _runtime_result(terminated)
+    complete, failed = _job_condition(job, "Complete"), _job_condition(job, "Failed")
+    if complete:
+        status["phase"] = Phase.SUCCEEDED.value
+        status["completionTime"] = job_status.get("completionTime") or complete.get("lastTransitionTime") or now()
+        status["conditions"] = [condition("Finished", True, "Succeeded", "the task's code finished successfully")]
+    elif failed:
+        timed_out = failed.get("reason") == "DeadlineExceeded"
+        phase = Phase.TIMED_OUT if timed_out else Phase.FAILED
+        status["phase"] = phase.value
+        status["completionTime"] = failed.get("lastTransitionTime") or now()
+        message = outcome.pop("error", None) or failed.get("message") or ""
+        if not timed_out and terminated and terminated.get("exitCode") not in (None, 0):
+            message = message or f"runtime exited with code {terminated['exitCode']}"
+        status["conditions"] = [condition("Finished", True, "DeadlineExceeded" if timed_out else "Failed", message)]
+    elif any(((p.get("status") or {}).get("phase") == "Running") for p in pods):
+        status["phase"] = Phase.RUNNING.value
+    outcome.pop("error", None)
+    status.update(outcome)
+    if status.get("startTime") and status.get("completionTime"):
+        status["duration"] = duration(status["startTime"], status["completionTime"])
+    return status
+
+
+def merge_conditions(current: list[dict[str, Any]], updates: list[dict[str, str]]) -> list[dict[str, Any]]:
+    """Replace conditions by type; keep lastTransitionTime when the status did not change."""
+    merged = {c["type"]: dict(c) for c in current}
+    stamp = now()
+    for update in updates:
+        old = merged.get(update["type"])
+        changed = old is None or old.get("status") != update["status"]
+        merged[update["type"]] = {
+            **update,
+            "lastTransitionTime": stamp if changed or old is None else old.get("lastTransitionTime", stamp),
+        }
+    return list(merged.values())
+
+
+def merge(current: Status, observed: Status) -> Status:
+    """The new status: observed fields win, the phase never moves backwards, a finished task is final."""
+    old_phase = current.get("phase")
+    if old_phase and Phase(old_phase).finished:
+        return current
+    merged = {**current, **{k: v for k, v in observed.items() if k != "conditions"}}
+    if old_phase and _ORDER[Phase(old_phase)] > _ORDER[Phase(observed.get("phase") or old_phase)]:
+        merged["phase"] = old_phase
+    merged["conditions"] = merge_conditions(current.get("conditions") or [], observed.get("conditions") or [])
+    return merged

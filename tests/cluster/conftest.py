@@ -1,0 +1,63 @@
+"""Cluster tier: a real etcd + kube-apiserver + kube-controller-manager, the CRDs, and the operator.
+
+The control plane is started once per session; each test gets its own namespace. The operator runs
+in-process with kopf.testing.KopfRunner (module scope); a test that must SIGKILL it runs
+`python -m controller` as a process instead.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from typing import Any
+
+import kopf.testing
+import pytest
+from kubernetes import client, config
+
+from tests.cluster import kube
+from tests.support.control_plane import ControlPlane, control_plane
+
+
+@pytest.fixture(scope="session")
+def cluster() -> Iterator[ControlPlane]:
+    with control_plane() as cp:
+        old = os.environ.get("KUBECONFIG")
+        os.environ["KUBECONFIG"] = str(cp.kubeconfig)
+        config.load_kube_config(config_file=str(cp.kubeconfig))
+        kube.install_crds()
+        kube.ensure_runtime_class("gvisor")
+        try:
+            yield cp
+        finally:
+            if old is None:
+                os.environ.pop("KUBECONFIG", None)
+            else:
+                os.environ["KUBECONFIG"] = old
+
+
+@pytest.fixture(scope="module")
+def operator(cluster: ControlPlane) -> Iterator[kopf.testing.KopfRunner]:
+    os.environ["MCPEXEC_METRICS_PORT"] = "0"
+    args = ["run", "-A", "--standalone", "-m", "controller.handlers", "--verbose"]
+    with kopf.testing.KopfRunner(args, timeout=60) as runner:
+        yield runner
+    assert runner.exception is None, runner.exception
+    assert runner.exit_code == 0, runner.output
+
+
+@pytest.fixture
+def namespace(cluster: ControlPlane) -> Iterator[str]:
+    name = kube.create_namespace()
+    yield name
+    client.CoreV1Api().delete_namespace(name)
+
+
+@pytest.fixture
+def api(cluster: ControlPlane) -> dict[str, Any]:
+    return {
+        "core": client.CoreV1Api(),
+        "batch": client.BatchV1Api(),
+        "net": client.NetworkingV1Api(),
+        "custom": client.CustomObjectsApi(),
+    }

@@ -1,0 +1,178 @@
+"""A real Kubernetes control plane on loopback: etcd, kube-apiserver and kube-controller-manager.
+
+The binaries come from tests/cluster/build-control-plane.sh (built once from the Go module proxy and
+cached), or from KUBEBUILDER_ASSETS when set. The admin client authenticates with a static token in
+`system:masters`; the kube-controller-manager runs the Job and garbage-collector controllers, so owner
+references and Job -> Pod work as in a cluster. There is no scheduler or kubelet: tests that need a
+pod to finish write its status themselves, as a kubelet would.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import shutil
+import ssl
+import subprocess
+import tempfile
+import time
+import urllib.request
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import rsa
+
+from tests.support.components import REPO, free_port
+
+ADMIN_USER = "mcpexec-test-admin"
+
+
+def binaries_dir() -> Path:
+    """Where kube-apiserver, kube-controller-manager and etcd are: built (once) if need be."""
+    out = subprocess.run(
+        ["bash", str(REPO / "tests" / "cluster" / "build-control-plane.sh")],
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    return Path(out.stdout.strip().splitlines()[-1])
+
+
+@dataclass(frozen=True)
+class ControlPlane:
+    url: str
+    token: str
+    kubeconfig: Path
+    workdir: Path
+
+    def env(self) -> dict[str, str]:
+        return {**os.environ, "KUBECONFIG": str(self.kubeconfig)}
+
+
+def _wait_ready(url: str, token: str, procs: list[subprocess.Popen[bytes]], timeout: float = 90) -> None:
+    ctx = ssl.create_default_context()
+    ctx.check_hostname = False
+    ctx.verify_mode = ssl.CERT_NONE
+    request = urllib.request.Request(f"{url}/readyz", headers={"Authorization": f"Bearer {token}"})
+    deadline = time.monotonic() + timeout
+    while True:
+        for proc in procs:
+            if proc.poll() is not None:
+                raise RuntimeError(f"{proc.args[0]} exited with {proc.returncode}")  # type: ignore[index]
+        try:
+            with urllib.request.urlopen(request, context=ctx, timeout=2) as response:
+                if response.status == 200:
+                    return
+        except OSError:
+            pass
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"kube-apiserver at {url} not ready after {timeout}s")
+        time.sleep(0.25)
+
+
+def _write_key(path: Path) -> None:
+    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    path.write_bytes(
+        key.private_bytes(
+            serialization.Encoding.PEM, serialization.PrivateFormat.TraditionalOpenSSL, serialization.NoEncryption()
+        )
+    )
+
+
+def _write_kubeconfig(path: Path, url: str, token: str, ca: Path) -> None:
+    """Clients verify the API server against the self-signed certificate it generated in --cert-dir."""
+    cluster = {"server": url, "certificate-authority": str(ca)}
+    path.write_text(
+        yaml.safe_dump(
+            {
+                "apiVersion": "v1",
+                "kind": "Config",
+                "clusters": [{"name": "test", "cluster": cluster}],
+                "users": [{"name": "admin", "user": {"token": token}}],
+                "contexts": [{"name": "test", "context": {"cluster": "test", "user": "admin"}}],
+                "current-context": "test",
+            }
+        )
+    )
+
+
+def _spawn(stack: ExitStack, args: list[str], log: Path) -> subprocess.Popen[bytes]:
+    handle = stack.enter_context(log.open("wb"))
+    proc = subprocess.Popen(args, stdout=handle, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+
+    def stop() -> None:
+        proc.terminate()
+        try:
+            proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+    stack.callback(stop)
+    return proc
+
+
+@contextmanager
+def control_plane(with_controller_manager: bool = True) -> Iterator[ControlPlane]:
+    """Start etcd + kube-apiserver (+ kube-controller-manager); stop and delete everything after."""
+    bins = binaries_dir()
+    workdir = Path(tempfile.mkdtemp(prefix="mcpexec-cp-"))
+    token = secrets.token_hex(16)
+    (workdir / "tokens.csv").write_text(f'{token},{ADMIN_USER},{ADMIN_USER},"system:masters"\n')
+    _write_key(workdir / "sa.key")
+    etcd_port, etcd_peer, api_port = free_port(), free_port(), free_port()
+    url = f"https://127.0.0.1:{api_port}"
+    kubeconfig = workdir / "kubeconfig"
+    with ExitStack() as stack:
+        stack.callback(shutil.rmtree, workdir, True)
+        etcd = _spawn(
+            stack,
+            [
+                str(bins / "etcd"),
+                "--data-dir", str(workdir / "etcd"),
+                "--listen-client-urls", f"http://127.0.0.1:{etcd_port}",
+                "--advertise-client-urls", f"http://127.0.0.1:{etcd_port}",
+                "--listen-peer-urls", f"http://127.0.0.1:{etcd_peer}",
+                "--unsafe-no-fsync",
+            ],
+            workdir / "etcd.log",
+        )  # fmt: skip
+        apiserver = _spawn(
+            stack,
+            [
+                str(bins / "kube-apiserver"),
+                "--etcd-servers", f"http://127.0.0.1:{etcd_port}",
+                "--bind-address", "127.0.0.1",
+                "--secure-port", str(api_port),
+                "--cert-dir", str(workdir / "certs"),
+                "--token-auth-file", str(workdir / "tokens.csv"),
+                "--authorization-mode", "RBAC",
+                "--service-account-issuer", "https://kubernetes.default.svc",
+                "--service-account-key-file", str(workdir / "sa.key"),
+                "--service-account-signing-key-file", str(workdir / "sa.key"),
+                "--service-cluster-ip-range", "10.96.0.0/16",
+                "--allow-privileged=false",
+            ],
+            workdir / "kube-apiserver.log",
+        )  # fmt: skip
+        _wait_ready(url, token, [etcd, apiserver])
+        _write_kubeconfig(kubeconfig, url, token, workdir / "certs" / "apiserver.crt")
+        if with_controller_manager:
+            _spawn(
+                stack,
+                [
+                    str(bins / "kube-controller-manager"),
+                    "--kubeconfig", str(kubeconfig),
+                    "--leader-elect=false",
+                    "--secure-port", "0",
+                    "--controllers", "garbagecollector,job,namespace,serviceaccount,serviceaccount-token",
+                    "--service-account-private-key-file", str(workdir / "sa.key"),
+                    "--concurrent-gc-syncs", "5",
+                ],
+                workdir / "kube-controller-manager.log",
+            )  # fmt: skip
+        yield ControlPlane(url=url, token=token, kubeconfig=kubeconfig, workdir=workdir)
