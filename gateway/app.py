@@ -1,0 +1,126 @@
+"""The FastAPI app: the v1 HTTP API of docs/contracts.md over a `GatewayCore`."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import Depends, FastAPI, Query, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse, PlainTextResponse
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+from pydantic import BaseModel
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from gateway import wrappers
+from gateway.calls import CallRequest, CallResult
+from gateway.catalog import Detail, ServersAnswer, ToolFull, ToolsAnswer
+from gateway.core import GatewayCore
+from gateway.errors import ErrorBody, ErrorResponse, GatewayError, Unauthenticated
+from gateway.llm import ChatCompletionRequest, ChatCompletionResponse
+from gateway.tasks import TaskContext
+
+_ERRORS: dict[int | str, dict[str, Any]] = {
+    status: {"model": ErrorResponse} for status in (401, 403, 404, 422, 429, 502, 503, 504)
+}
+_bearer = HTTPBearer(
+    auto_error=False, description="Per-task token: a gateway JWT locally, a projected SA token in a cluster"
+)
+
+
+class WrapperModule(BaseModel):
+    server: str
+    module: str
+
+
+class Health(BaseModel):
+    status: str
+
+
+def _error(status: int, code: str, message: str) -> JSONResponse:
+    body = ErrorResponse(error=ErrorBody(code=code, message=message))
+    return JSONResponse(body.model_dump(), status_code=status)
+
+
+async def _caller(
+    request: Request, credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)]
+) -> TaskContext:
+    """Every /v1 request: a valid per-task token, then the task's rate limit."""
+    if credentials is None or not credentials.credentials:
+        raise Unauthenticated("missing bearer token")
+    core: GatewayCore = request.app.state.core
+    ctx = await core.authenticator.authenticate(credentials.credentials)
+    core.rate_limits.check(ctx.scope)
+    return ctx
+
+
+Caller = Annotated[TaskContext, Depends(_caller)]
+
+
+def create_app(core: GatewayCore) -> FastAPI:
+    app = FastAPI(
+        title="mcpexec gateway",
+        version="1",
+        description="The only door from an mcpexec sandbox to MCP tools and models.",
+    )
+    app.state.core = core
+
+    @app.exception_handler(GatewayError)
+    async def _gateway_error(_request: Request, exc: GatewayError) -> JSONResponse:
+        core.metrics.errors.labels(exc.code).inc()
+        return _error(exc.status, exc.code, exc.message)
+
+    @app.exception_handler(RequestValidationError)
+    async def _invalid_request(_request: Request, exc: RequestValidationError) -> JSONResponse:
+        core.metrics.errors.labels("invalid_request").inc()
+        where = "; ".join(".".join(str(p) for p in e["loc"]) + ": " + e["msg"] for e in exc.errors()[:5])
+        return _error(422, "invalid_request", where)
+
+    @app.exception_handler(StarletteHTTPException)
+    async def _http_error(_request: Request, exc: StarletteHTTPException) -> JSONResponse:
+        return _error(exc.status_code, "not_found" if exc.status_code == 404 else "http_error", str(exc.detail))
+
+    @app.get("/v1/servers", responses=_ERRORS)
+    async def list_servers(ctx: Caller) -> ServersAnswer:
+        return await core.catalog.servers(ctx)
+
+    @app.get("/v1/tools", responses=_ERRORS, response_model_exclude_none=True, response_model_by_alias=True)
+    async def search_tools(
+        ctx: Caller,
+        query: Annotated[str, Query(max_length=500)] = "",
+        detail: Detail = "name",
+        server: str | None = None,
+    ) -> ToolsAnswer:
+        return await core.catalog.search(ctx, query, detail, server)
+
+    @app.get("/v1/tools/{server}/{tool}", responses=_ERRORS, response_model_exclude_none=True)
+    async def get_tool(ctx: Caller, server: str, tool: str) -> ToolFull:
+        return await core.catalog.tool_details(ctx, server, tool)
+
+    @app.get("/v1/servers/{server}/wrappers", responses=_ERRORS)
+    async def get_wrappers(ctx: Caller, server: str) -> WrapperModule:
+        tools = await core.catalog.allowed_tools(ctx, server)
+        return WrapperModule(server=server, module=wrappers.wrapper_module(server, tools))
+
+    @app.post("/v1/tools/{server}/{tool}/call", responses=_ERRORS, response_model_exclude_none=True)
+    async def call_tool(ctx: Caller, server: str, tool: str, request: CallRequest) -> CallResult:
+        return await core.caller.call(ctx, server, tool, request)
+
+    @app.post("/v1/llm/chat/completions", responses=_ERRORS, response_model_exclude_none=True)
+    async def chat_completions(ctx: Caller, request: ChatCompletionRequest) -> ChatCompletionResponse:
+        return await core.llm.complete(ctx, request)
+
+    @app.get("/healthz")
+    async def healthz() -> Health:
+        return Health(status="ok")
+
+    @app.get("/readyz", responses={503: {"model": ErrorResponse}})
+    async def readyz() -> Health:
+        await core.vault.ping()
+        return Health(status="ready")
+
+    @app.get("/metrics", response_class=PlainTextResponse)
+    async def metrics() -> PlainTextResponse:
+        return PlainTextResponse(generate_latest(core.metrics.registry), media_type=CONTENT_TYPE_LATEST)
+
+    return app

@@ -1,0 +1,79 @@
+"""Everything one gateway instance holds, wired together; the HTTP app and LocalGateway are thin shells over it."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Callable
+
+from gateway.calls import ToolCaller
+from gateway.catalog import Catalog, ServerKey, local_server_key
+from gateway.llm import LLMProxy
+from gateway.metrics import GatewayMetrics
+from gateway.pii.detectors import Detector
+from gateway.pii.tokenizer import PiiTokenizer
+from gateway.pii.vault import Vault
+from gateway.ratelimit import TaskRateLimits
+from gateway.sessions import SessionPool
+from gateway.settings import Limits, LLMUpstream
+from gateway.tasks import Authenticator, TaskContext
+from gateway.usage import UsageMeter
+from mcpexec.agenttask import MCPServerSpec
+
+log = logging.getLogger("mcpexec.gateway")
+
+
+class GatewayCore:
+    def __init__(
+        self,
+        authenticator: Authenticator,
+        servers: Callable[[], dict[str, MCPServerSpec]],
+        vault: Vault,
+        llm: LLMUpstream | None = None,
+        limits: Limits | None = None,
+        server_headers: Callable[[str], dict[str, str]] | None = None,
+        extra_detector: Callable[[TaskContext], Detector | None] = lambda _ctx: None,
+        server_key: ServerKey = local_server_key,
+    ) -> None:
+        self.limits = limits or Limits()
+        self.authenticator = authenticator
+        self.metrics = GatewayMetrics()
+        self.usage = UsageMeter()
+        self.vault = vault
+        self.pool = SessionPool(servers, server_headers)
+        self.catalog = Catalog(self.pool, server_key)
+        self.tokenizer = PiiTokenizer(vault, self.limits.vault_ttl_seconds, self.metrics.count_pii, extra_detector)
+        self.rate_limits = TaskRateLimits(self.limits.requests_per_second)
+        self.caller = ToolCaller(self.catalog, self.pool, self.tokenizer, self.usage, self.metrics)
+        self.llm = LLMProxy(llm, self.tokenizer, self.usage, self.metrics)
+        self._reaper: asyncio.Task[None] | None = None
+
+    async def start(self, reap_every_seconds: float = 15.0) -> None:
+        self.pool.start_catalog()
+        self._reaper = asyncio.create_task(self._reap_forever(reap_every_seconds), name="gateway-reaper")
+
+    async def forget(self, scope: str) -> None:
+        """Drop a task's sessions, limiter and detectors (its vault entries expire with their TTL)."""
+        self.caller.owners.pop(scope, None)
+        self.rate_limits.forget(scope)
+        self.tokenizer.forget(scope)
+        await self.pool.release(scope)
+
+    async def _reap_forever(self, every: float) -> None:
+        while True:
+            await asyncio.sleep(every)
+            now = time.time()
+            for scope in [s for s, until in self.caller.owners.items() if until <= now]:
+                log.info("closing sessions of expired task", extra={"scope": scope})
+                await self.forget(scope)
+
+    async def close(self) -> None:
+        if self._reaper is not None:
+            self._reaper.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._reaper
+        await self.pool.close()
+        await self.llm.close()
+        await self.vault.close()

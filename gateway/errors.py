@@ -1,0 +1,70 @@
+"""Gateway errors: one exception type carrying the HTTP status and the contract's error code."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel
+
+
+class ErrorBody(BaseModel):
+    code: str
+    message: str
+
+
+class ErrorResponse(BaseModel):
+    """The error shape of every non-2xx `/v1` answer (docs/contracts.md)."""
+
+    error: ErrorBody
+
+
+class GatewayError(Exception):
+    """Raised anywhere below the HTTP layer; the app turns it into `ErrorResponse` with `status`."""
+
+    status = 500
+    code = "internal"
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+    def response(self) -> ErrorResponse:
+        return ErrorResponse(error=ErrorBody(code=self.code, message=self.message))
+
+
+class Unauthenticated(GatewayError):
+    status, code = 401, "unauthenticated"
+
+
+class Forbidden(GatewayError):
+    status, code = 403, "forbidden"
+
+
+class NotFound(GatewayError):
+    status, code = 404, "not_found"
+
+
+class InvalidArguments(GatewayError):
+    status, code = 422, "invalid_arguments"
+
+
+class RateLimited(GatewayError):
+    status, code = 429, "rate_limited"
+
+
+class UpstreamError(GatewayError):
+    status, code = 502, "upstream_error"
+
+
+class VaultUnavailable(GatewayError):
+    status, code = 503, "pii_vault_unavailable"
+
+
+class ServerUnavailable(GatewayError):
+    status, code = 503, "server_unavailable"
+
+
+class LLMUnavailable(GatewayError):
+    status, code = 503, "llm_unavailable"
+
+
+class ToolTimeout(GatewayError):
+    status, code = 504, "tool_timeout"

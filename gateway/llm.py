@@ -1,0 +1,112 @@
+"""OpenAI-compatible chat completions proxy: the sandbox sends tokenized messages, the gateway adds the key.
+
+Messages are tokenized on the way up (whatever the sandbox put in them) and the answer on the way down,
+so neither the model nor the sandbox sees raw PII. Streaming is not offered: the answer must be tokenized whole.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import httpx
+from pydantic import BaseModel, ConfigDict, Field
+
+from gateway import audit
+from gateway.errors import GatewayError, InvalidArguments, LLMUnavailable, UpstreamError
+from gateway.metrics import GatewayMetrics
+from gateway.pii.tokenizer import PiiTokenizer
+from gateway.settings import LLMUpstream
+from gateway.tasks import TaskContext
+from gateway.usage import UsageMeter
+
+
+class ChatMessage(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+    role: str
+    content: str | list[dict[str, Any]] | None = None
+
+
+class ChatCompletionRequest(BaseModel):
+    """The OpenAI request body; fields the gateway does not use are passed through untouched."""
+
+    model_config = ConfigDict(extra="allow")
+
+    model: str | None = None
+    messages: list[ChatMessage] = Field(min_length=1)
+    stream: bool = False
+
+
+class CompletionUsage(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+
+class ChatCompletionResponse(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+    choices: list[dict[str, Any]] = Field(default_factory=list)
+    usage: CompletionUsage | None = None
+
+
+class LLMProxy:
+    def __init__(
+        self, upstream: LLMUpstream | None, tokenizer: PiiTokenizer, usage: UsageMeter, metrics: GatewayMetrics
+    ) -> None:
+        self._upstream = upstream
+        self._tokenizer = tokenizer
+        self._usage = usage
+        self._metrics = metrics
+        self._http = httpx.AsyncClient(timeout=upstream.timeout_seconds if upstream else 60.0)
+
+    async def complete(self, ctx: TaskContext, request: ChatCompletionRequest) -> ChatCompletionResponse:
+        if self._upstream is None:
+            raise LLMUnavailable("no LLM upstream is configured for this gateway")
+        if request.stream:
+            raise InvalidArguments("streaming is not supported: answers are tokenized whole")
+        model = request.model or ctx.task.spec.model or self._upstream.default_model
+        if model is None:
+            raise InvalidArguments("no model: set it in the request, the task's spec.model, or the gateway")
+        body = request.model_dump(exclude_none=True)
+        body["model"] = model
+        body["messages"] = await self._tokenizer.tokenize(ctx, body["messages"])
+        started = time.perf_counter()
+        outcome = "ok"
+        try:
+            answer = await self._post(body)
+        except GatewayError as exc:
+            outcome = exc.code
+            raise
+        finally:
+            self._metrics.llm_requests.labels(outcome).inc()
+            audit.record(ctx, "llm", model, time.perf_counter() - started, outcome)
+        answer.choices = await self._tokenizer.tokenize(ctx, answer.choices)
+        usage = self._usage.of(ctx.task_id)
+        usage.llm_turns += 1
+        if answer.usage is not None:
+            usage.tokens_in += answer.usage.prompt_tokens
+            usage.tokens_out += answer.usage.completion_tokens
+            self._metrics.llm_tokens.labels("in").inc(answer.usage.prompt_tokens)
+            self._metrics.llm_tokens.labels("out").inc(answer.usage.completion_tokens)
+        return answer
+
+    async def _post(self, body: dict[str, Any]) -> ChatCompletionResponse:
+        assert self._upstream is not None
+        url = self._upstream.base_url.rstrip("/") + "/chat/completions"
+        headers = {"Authorization": f"Bearer {self._upstream.api_key.get_secret_value()}"}
+        try:
+            response = await self._http.post(url, json=body, headers=headers)
+        except httpx.HTTPError as exc:
+            raise UpstreamError(f"LLM upstream unreachable: {type(exc).__name__}") from None
+        if response.status_code != 200:
+            raise UpstreamError(f"LLM upstream answered {response.status_code}")
+        try:
+            return ChatCompletionResponse.model_validate(response.json())
+        except ValueError:
+            raise UpstreamError("LLM upstream sent an answer that is not a chat completion") from None
+
+    async def close(self) -> None:
+        await self._http.aclose()

@@ -1,0 +1,56 @@
+"""Local mode: the gateway mints an HS256 JWT per registered task and accepts only those tokens."""
+
+from __future__ import annotations
+
+import secrets
+import time
+import uuid
+
+import jwt
+
+from gateway.errors import Unauthenticated
+from gateway.settings import AUDIENCE
+from gateway.tasks import TaskContext
+from mcpexec.agenttask import AgentTask
+
+ALGORITHM = "HS256"
+
+
+class LocalTaskAuthority:
+    """Registry of the tasks this gateway serves; a token is valid only while its task is registered."""
+
+    def __init__(self, secret: bytes | None = None) -> None:
+        self._secret = secret or secrets.token_bytes(32)
+        self._tasks: dict[str, TaskContext] = {}
+
+    def register(self, task: AgentTask, ttl_seconds: int) -> tuple[TaskContext, str]:
+        """Record the task (a missing uid is generated) and mint its token; claims per docs/contracts.md."""
+        uid = task.metadata.uid or str(uuid.uuid4())
+        now = int(time.time())
+        context = TaskContext(task=task, uid=uid, expires_at=now + ttl_seconds)
+        self._tasks[task.task_id] = context
+        claims = {"sub": task.task_id, "uid": uid, "aud": AUDIENCE, "iat": now, "exp": now + ttl_seconds}
+        return context, jwt.encode(claims, self._secret, algorithm=ALGORITHM)
+
+    def unregister(self, task_id: str) -> TaskContext | None:
+        return self._tasks.pop(task_id, None)
+
+    async def authenticate(self, token: str) -> TaskContext:
+        try:
+            claims = jwt.decode(
+                token,
+                self._secret,
+                algorithms=[ALGORITHM],
+                audience=AUDIENCE,
+                options={"require": ["sub", "uid", "exp", "aud"]},
+            )
+        except jwt.ExpiredSignatureError:
+            raise Unauthenticated("token expired") from None
+        except jwt.InvalidTokenError:
+            raise Unauthenticated("invalid token") from None
+        context = self._tasks.get(str(claims["sub"]))
+        if context is None or context.uid != claims["uid"]:
+            raise Unauthenticated("unknown task")
+        if context.expired:
+            raise Unauthenticated("task expired")
+        return context

@@ -1,0 +1,38 @@
+"""Prometheus metrics, in a registry per gateway instance so several in-process gateways never collide."""
+
+from __future__ import annotations
+
+from prometheus_client import CollectorRegistry, Counter, Histogram
+
+_LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60)
+
+
+class GatewayMetrics:
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry()
+        self.tool_calls = Counter(
+            "mcpexec_gateway_tool_calls",
+            "Tool calls by server, tool and outcome (ok, tool_error or an error code).",
+            ["server", "tool", "outcome"],
+            registry=self.registry,
+        )
+        self.tool_latency = Histogram(
+            "mcpexec_gateway_tool_call_seconds",
+            "Tool call latency through the gateway, including PII handling.",
+            ["server"],
+            buckets=_LATENCY_BUCKETS,
+            registry=self.registry,
+        )
+        self.errors = Counter("mcpexec_gateway_errors", "Error answers by code.", ["code"], registry=self.registry)
+        self.pii_detections = Counter(
+            "mcpexec_gateway_pii_detections", "PII entities tokenized, by type.", ["entity"], registry=self.registry
+        )
+        self.llm_requests = Counter(
+            "mcpexec_gateway_llm_requests", "LLM proxy requests by outcome.", ["outcome"], registry=self.registry
+        )
+        self.llm_tokens = Counter(
+            "mcpexec_gateway_llm_tokens", "LLM tokens reported upstream.", ["direction"], registry=self.registry
+        )
+
+    def count_pii(self, entity: str, count: int) -> None:
+        self.pii_detections.labels(entity).inc(count)

@@ -1,0 +1,102 @@
+"""Finding PII in text: regex candidates confirmed by checksums (Luhn, IBAN, SSN rules), phonenumbers, ipaddress.
+
+Overlaps resolve by entity priority, then length: an IBAN's digits are never also reported as a phone number.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+import phonenumbers
+from stdnum import iban, luhn
+from stdnum.us import ssn
+
+from mcpexec.agenttask import CustomPattern, PiiEntity
+
+
+@dataclass(frozen=True, order=True)
+class Detection:
+    start: int
+    end: int
+    entity: str
+
+
+class Detector(Protocol):
+    """Anything that finds entity spans in a text (the built-in detector, Presidio)."""
+
+    def detect(self, text: str) -> list[Detection]: ...
+
+
+_EMAIL = re.compile(r"(?<![\w.+-])[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,24}(?![\w-])")
+_CARD = re.compile(r"(?<![\d-])\d(?:[ -]?\d){12,18}(?![\d-])")
+_SSN = re.compile(r"(?<![\d-])\d{3}-\d{2}-\d{4}(?![\d-])")
+_IBAN = re.compile(
+    r"(?<![A-Za-z0-9])[A-Z]{2}\d{2}(?:(?: [A-Z0-9]{4}){2,7}(?: [A-Z0-9]{1,4})?|[A-Z0-9]{11,30})(?![A-Za-z0-9])"
+)
+_IPV4 = re.compile(r"(?<![\d.])(?:\d{1,3}\.){3}\d{1,3}(?![\d.]|\.\d)")
+_IPV6 = re.compile(r"(?<![\w:.])(?=[0-9A-Fa-f:.]*[0-9A-Fa-f])(?:[0-9A-Fa-f]{0,4}:){2,7}[0-9A-Fa-f.]{0,15}(?![\w:])")
+_DIGITS = re.compile(r"\d")
+
+
+def _card(value: str) -> bool:
+    digits = re.sub(r"[ -]", "", value)
+    return 13 <= len(digits) <= 19 and luhn.is_valid(digits)
+
+
+def _ip(value: str) -> bool:
+    try:
+        ipaddress.ip_address(value)
+    except ValueError:
+        return False
+    return True
+
+
+# Checked entities first: their spans win over the looser phone matcher.
+_CHECKED: list[tuple[PiiEntity, re.Pattern[str], Callable[[str], bool]]] = [
+    (PiiEntity.EMAIL, _EMAIL, lambda _v: True),
+    (PiiEntity.IBAN, _IBAN, iban.is_valid),
+    (PiiEntity.CREDIT_CARD, _CARD, _card),
+    (PiiEntity.US_SSN, _SSN, ssn.is_valid),
+    (PiiEntity.IP_ADDRESS, _IPV4, _ip),
+    (PiiEntity.IP_ADDRESS, _IPV6, _ip),
+]
+
+
+def resolve_overlaps(ranked: Iterable[Detection]) -> list[Detection]:
+    """Keep detections in the order given (best first) unless they overlap an earlier one; sorted by start."""
+    kept: list[Detection] = []
+    for candidate in ranked:
+        if all(candidate.end <= k.start or candidate.start >= k.end for k in kept):
+            kept.append(candidate)
+    return sorted(kept)
+
+
+class PatternDetector:
+    """The built-in detector for the task's entity list and custom patterns."""
+
+    def __init__(
+        self,
+        entities: Sequence[PiiEntity],
+        custom: Sequence[CustomPattern] = (),
+        phone_region: str = "US",
+    ) -> None:
+        wanted = set(entities)
+        self._checked = [(e.value, rx, ok) for e, rx, ok in _CHECKED if e in wanted]
+        self._custom = [(c.name, re.compile(c.regex)) for c in custom]
+        self._phones = PiiEntity.PHONE in wanted
+        self._region = phone_region
+
+    def detect(self, text: str) -> list[Detection]:
+        found: list[Detection] = []
+        for entity, pattern, valid in self._checked:
+            found += [Detection(m.start(), m.end(), entity) for m in pattern.finditer(text) if valid(m.group())]
+        for name, pattern in self._custom:
+            found += [Detection(m.start(), m.end(), name) for m in pattern.finditer(text) if m.end() > m.start()]
+        if self._phones and _DIGITS.search(text):
+            matcher = phonenumbers.PhoneNumberMatcher(text, self._region, leniency=phonenumbers.Leniency.VALID)
+            found += [Detection(m.start, m.end, PiiEntity.PHONE.value) for m in matcher]
+        return resolve_overlaps(found)

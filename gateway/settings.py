@@ -1,0 +1,69 @@
+"""Gateway configuration: environment variables for `python -m gateway`, models for in-process use."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Literal
+
+import yaml
+from pydantic import AliasChoices, BaseModel, Field, SecretStr
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from mcpexec.agenttask import MCPServerSpec
+
+AUDIENCE = "mcpexec-gateway"
+
+
+class LLMUpstream(BaseModel):
+    """An OpenAI-compatible endpoint; only the gateway holds its key."""
+
+    base_url: Annotated[str, Field(pattern=r"^https?://")]
+    api_key: SecretStr
+    default_model: str | None = None
+    timeout_seconds: Annotated[float, Field(gt=0)] = 120.0
+
+
+class Limits(BaseModel):
+    """Per-task request budget (all `/v1` requests, sliding one-second window) and PII vault lifetime."""
+
+    requests_per_second: Annotated[int, Field(ge=1)] = 100
+    vault_ttl_seconds: Annotated[int, Field(ge=60)] = 86_400
+
+
+class GatewaySettings(BaseSettings):
+    """`python -m gateway` reads these from the environment (names as the Helm chart sets them)."""
+
+    model_config = SettingsConfigDict(extra="ignore")
+
+    mode: Literal["cluster"] = Field(default="cluster", validation_alias=AliasChoices("MCPEXEC_GATEWAY_MODE", "mode"))
+    host: str = Field(default="0.0.0.0", validation_alias=AliasChoices("MCPEXEC_GATEWAY_HOST", "host"))
+    port: int = Field(default=8000, validation_alias=AliasChoices("MCPEXEC_GATEWAY_PORT", "port"))
+    redis_url: str = Field(validation_alias=AliasChoices("REDIS_URL", "redis_url"))
+    llm_base_url: str | None = Field(default=None, validation_alias=AliasChoices("LLM_BASE_URL", "llm_base_url"))
+    llm_api_key: SecretStr | None = Field(default=None, validation_alias=AliasChoices("LLM_API_KEY", "llm_api_key"))
+    llm_model: str | None = Field(default=None, validation_alias=AliasChoices("LLM_MODEL", "llm_model"))
+    audience: str = Field(default=AUDIENCE, validation_alias=AliasChoices("MCPEXEC_GATEWAY_AUDIENCE", "audience"))
+    servers_refresh_seconds: float = Field(
+        default=30.0,
+        validation_alias=AliasChoices("MCPEXEC_GATEWAY_SERVERS_REFRESH_SECONDS", "servers_refresh_seconds"),
+    )
+
+    def llm(self) -> LLMUpstream | None:
+        if self.llm_base_url is None:
+            return None
+        return LLMUpstream(
+            base_url=self.llm_base_url,
+            api_key=self.llm_api_key or SecretStr(""),
+            default_model=self.llm_model,
+        )
+
+
+class ServersFile(BaseModel):
+    """The local-mode servers file: `servers: {name: MCPServerSpec}`."""
+
+    servers: dict[Annotated[str, Field(pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")], MCPServerSpec]
+
+
+def load_servers_file(path: Path) -> dict[str, MCPServerSpec]:
+    """Read and validate a local-mode servers file (docs/contracts.md)."""
+    return ServersFile.model_validate(yaml.safe_load(path.read_text())).servers
