@@ -80,6 +80,8 @@ class ClusterAuthenticator:
         if cached is not None and not cached.expired:
             return cached
         context = await asyncio.to_thread(self._resolve, token)
+        if len(self._cache) >= 4096:
+            self._cache = {k: v for k, v in self._cache.items() if not v.expired}
         self._cache[key] = context
         return context
 

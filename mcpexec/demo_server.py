@@ -14,6 +14,7 @@ import os
 from typing import Annotated
 
 from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import BaseModel, Field
 
 
@@ -137,7 +138,7 @@ def get_customer(
 ) -> Customer:
     """Full customer record including contact and payment details."""
     if customer_id not in CUSTOMERS:
-        raise ValueError(f"no customer {customer_id}")
+        raise ToolError(f"no customer {customer_id}")
     return CUSTOMERS[customer_id]
 
 

@@ -1,0 +1,58 @@
+"""`python -m gateway`: the cluster-mode gateway server (env: MCPEXEC_GATEWAY_MODE, REDIS_URL, LLM_BASE_URL,
+LLM_API_KEY, LLM_MODEL; listens on MCPEXEC_GATEWAY_HOST:MCPEXEC_GATEWAY_PORT, default 0.0.0.0:8000)."""
+
+from __future__ import annotations
+
+import asyncio
+
+import uvicorn
+from kubernetes import client, config
+
+from gateway import logs
+from gateway.app import create_app
+from gateway.catalog import namespaced_server_key
+from gateway.cluster_auth import ClusterAuthenticator
+from gateway.cluster_servers import ClusterServers
+from gateway.core import GatewayCore
+from gateway.kube import KubeDirectory
+from gateway.pii.vault import RedisVault
+from gateway.settings import GatewaySettings
+
+
+def _api_client() -> client.ApiClient:
+    try:
+        config.load_incluster_config()
+    except config.ConfigException:
+        config.load_kube_config()
+    return client.ApiClient()
+
+
+async def serve(settings: GatewaySettings) -> None:
+    directory = KubeDirectory(_api_client())
+    servers = ClusterServers(directory, settings.servers_refresh_seconds)
+    await servers.refresh()
+    core = GatewayCore(
+        ClusterAuthenticator(directory, settings.audience),
+        servers.specs,
+        RedisVault(settings.redis_url),
+        settings.llm(),
+        server_headers=servers.headers,
+        server_key=namespaced_server_key,
+    )
+    refresher = asyncio.create_task(servers.refresh_forever(), name="mcpserver-refresh")
+    await core.start()
+    try:
+        app = create_app(core)
+        await uvicorn.Server(uvicorn.Config(app, host=settings.host, port=settings.port, lifespan="off")).serve()
+    finally:
+        refresher.cancel()
+        await core.close()
+
+
+def main() -> None:
+    logs.configure()
+    asyncio.run(serve(GatewaySettings()))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,69 @@
+"""Cluster mode: the MCP servers are the MCPServer resources, re-listed periodically; keys are `namespace/name`."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any
+
+from kubernetes.client.exceptions import ApiException
+from pydantic import ValidationError
+
+from gateway.kube import KubeDirectory
+from mcpexec.agenttask import MCPServer, MCPServerSpec
+
+log = logging.getLogger("mcpexec.gateway.servers")
+
+
+def servers_from_resources(items: list[dict[str, Any]]) -> dict[str, MCPServer]:
+    """Valid MCPServer resources by `namespace/name`; invalid ones are logged and left out."""
+    servers = {}
+    for item in items:
+        try:
+            server = MCPServer.model_validate(item)
+        except ValidationError as exc:
+            log.warning("ignoring invalid MCPServer", extra={"metadata": item.get("metadata"), "error": str(exc)})
+            continue
+        servers[f"{server.metadata.namespace}/{server.metadata.name}"] = server
+    return servers
+
+
+class ClusterServers:
+    """A snapshot of MCPServer specs and their secret-backed headers, refreshed in the background."""
+
+    def __init__(self, directory: KubeDirectory, refresh_seconds: float) -> None:
+        self._directory = directory
+        self._refresh_seconds = refresh_seconds
+        self._specs: dict[str, MCPServerSpec] = {}
+        self._headers: dict[str, dict[str, str]] = {}
+
+    def specs(self) -> dict[str, MCPServerSpec]:
+        return self._specs
+
+    def headers(self, key: str) -> dict[str, str]:
+        return self._headers.get(key, {})
+
+    def _load(self) -> tuple[dict[str, MCPServerSpec], dict[str, dict[str, str]]]:
+        servers = servers_from_resources(self._directory.mcp_servers())
+        headers: dict[str, dict[str, str]] = {}
+        for key, server in servers.items():
+            resolved = {}
+            for header in server.spec.headers_from_secrets:
+                ref = header.secret_key_ref
+                try:
+                    resolved[header.name] = self._directory.secret_value(server.metadata.namespace, ref.name, ref.key)
+                except (ApiException, KeyError):
+                    log.warning("header secret missing", extra={"server": key, "secret": ref.name, "key": ref.key})
+            headers[key] = resolved
+        return {k: s.spec for k, s in servers.items()}, headers
+
+    async def refresh(self) -> None:
+        self._specs, self._headers = await asyncio.to_thread(self._load)
+
+    async def refresh_forever(self) -> None:
+        while True:
+            await asyncio.sleep(self._refresh_seconds)
+            try:
+                await self.refresh()
+            except ApiException as exc:
+                log.warning("listing MCPServers failed; keeping the last snapshot", extra={"status": exc.status})

@@ -1,0 +1,146 @@
+"""Gateway test fixtures: a LocalGateway on a Unix socket in its own event-loop thread, in front of real servers.
+
+Servers: the five reference MCP servers (npm and PyPI) and our demo customer server, all started for real by
+the gateway over stdio; Redis is a real redis-server. Tests talk plain HTTP to the socket, like the sandbox.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import subprocess
+import sys
+import threading
+from collections.abc import Coroutine, Iterator
+from pathlib import Path
+from typing import Any, TypeVar
+
+import httpx
+import pytest
+
+from gateway.local import LocalGateway
+from gateway.settings import Limits, LLMUpstream
+from mcpexec.agenttask import AgentTask, MCPServerSpec, parse_agenttask
+from tests.support.components import redis_server, reference_server_commands
+
+T = TypeVar("T")
+ALL_SERVERS = ["demo", "everything", "memory", "filesystem", "time", "git"]
+
+
+class GatewayThread:
+    """Runs a LocalGateway in a private event loop so tests can use a plain synchronous HTTP client."""
+
+    def __init__(self, gateway: LocalGateway, socket_path: Path) -> None:
+        self.gateway = gateway
+        self.socket_path = socket_path
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._loop.run_forever, name="gateway-loop", daemon=True)
+
+    def run(self, coro: Coroutine[Any, Any, T]) -> T:
+        return asyncio.run_coroutine_threadsafe(coro, self._loop).result(timeout=120)
+
+    def __enter__(self) -> GatewayThread:
+        self._thread.start()
+        self.run(self.gateway.start(str(self.socket_path)))
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.run(self.gateway.stop())
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join(timeout=30)
+        self._loop.close()
+
+    def token(self, task: AgentTask, ttl_seconds: int = 600) -> str:
+        return self.gateway.register_task(task, ttl_seconds)
+
+    def client(self, token: str | None = None) -> httpx.Client:
+        headers = {"Authorization": f"Bearer {token}"} if token else {}
+        transport = httpx.HTTPTransport(uds=str(self.socket_path))
+        return httpx.Client(transport=transport, base_url="http://gateway", headers=headers, timeout=120)
+
+    def client_for(self, task: AgentTask, ttl_seconds: int = 600) -> httpx.Client:
+        return self.client(self.token(task, ttl_seconds))
+
+
+def make_task(
+    name: str,
+    servers: list[str],
+    allow: list[str] | None = None,
+    deny: list[str] | None = None,
+    pii: dict[str, Any] | None = None,
+    namespace: str = "default",
+    model: str | None = None,
+) -> AgentTask:
+    spec: dict[str, Any] = {"mcpServers": servers, "tools": {"allow": allow or [], "deny": deny or []}}
+    spec |= {"prompt": "test", "model": model} if model else {"code": "print('test')"}
+    if pii is not None:
+        spec["pii"] = pii
+    return parse_agenttask(
+        {
+            "apiVersion": "mcpexec.dev/v1alpha1",
+            "kind": "AgentTask",
+            "metadata": {"name": name, "namespace": namespace},
+            "spec": spec,
+        }
+    )
+
+
+def demo_spec(outbox: Path) -> MCPServerSpec:
+    return MCPServerSpec(
+        transport="stdio",
+        description="Fake customer records and an outbox",
+        command=[sys.executable, "-m", "mcpexec.demo_server"],
+        env={"DEMO_OUTBOX": str(outbox)},
+    )
+
+
+def all_server_specs(root: Path) -> dict[str, MCPServerSpec]:
+    """The five reference servers plus the demo; `root` holds the filesystem root, a git repo and the outbox."""
+    files = root / "files"
+    files.mkdir(exist_ok=True)
+    (files / "hello.txt").write_text("Hello from the filesystem server. Contact: ops@example.com\n")
+    repo = root / "repo"
+    repo.mkdir(exist_ok=True)
+    git = ["git", "-C", str(repo), "-c", "user.name=Test", "-c", "user.email=test@example.com"]
+    subprocess.run([*git, "init", "-q"], check=True)
+    (repo / "README.md").write_text("test repo\n")
+    subprocess.run([*git, "add", "README.md"], check=True)
+    subprocess.run([*git, "commit", "-q", "-m", "initial"], check=True)
+    commands = reference_server_commands(files)
+    commands["git"] = [*commands["git"], "--repository", str(repo)]
+    specs = {name: MCPServerSpec(transport="stdio", command=command) for name, command in commands.items()}
+    specs["memory"] = MCPServerSpec(
+        transport="stdio", command=commands["memory"], env={"MEMORY_FILE_PATH": str(root / "memory.jsonl")}
+    )
+    specs["demo"] = demo_spec(root / "outbox.jsonl")
+    return specs
+
+
+@pytest.fixture(scope="session")
+def redis_url() -> Iterator[str]:
+    with redis_server() as url:
+        yield url
+
+
+@pytest.fixture(scope="session")
+def workdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("gateway")
+
+
+@pytest.fixture(scope="session")
+def gateway(workdir: Path, redis_url: str) -> Iterator[GatewayThread]:
+    """One gateway for the session, Redis-backed vault, all six servers plus one that cannot start."""
+    servers = all_server_specs(workdir)
+    servers["broken"] = MCPServerSpec(transport="stdio", command=[str(workdir / "no-such-server")])
+    servers["slow"] = servers["everything"].model_copy(update={"call_timeout_seconds": 1})
+    with GatewayThread(LocalGateway(servers, redis_url=redis_url), workdir / "gw.sock") as gw:
+        yield gw
+
+
+def start_gateway(
+    servers: dict[str, MCPServerSpec],
+    socket_path: Path,
+    redis_url: str | None = None,
+    llm: LLMUpstream | None = None,
+    limits: Limits | None = None,
+) -> GatewayThread:
+    return GatewayThread(LocalGateway(servers, redis_url=redis_url, llm=llm, limits=limits), socket_path)
