@@ -7,6 +7,7 @@ so the status subresource holds only what the CRD declares.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -26,6 +27,7 @@ from mcpexec.agenttask import AGENTTASK_PLURAL, GROUP, VERSION, AgentTaskSpec, P
 TASKS = (GROUP, VERSION, AGENTTASK_PLURAL)
 CHILD_LABELS: dict[str, Any] = {**MANAGED_LABELS, TASK_LABEL: kopf.PRESENT}
 PREREQUISITE_RETRY_SECONDS = 5
+logger = logging.getLogger(__name__)
 _metrics_started: set[int] = set()
 
 
@@ -171,23 +173,39 @@ def count_phase(type: str | None, body: kopf.Body, **_: Any) -> None:
     TASK_PHASES.observe(body["metadata"]["uid"], None if type == "DELETED" else phase)
 
 
-def _needs_attention(status: kopf.Status, spec: kopf.Spec, **_: Any) -> bool:
-    phase = status.get("phase")
-    running = bool(status.get("jobName")) and not (phase and Phase(phase).finished)
-    expiring = bool(phase and Phase(phase).finished) and spec.get("ttlSecondsAfterFinished") is not None
-    return running or expiring
+def _sweep(memo: kopf.Memo) -> None:
+    """Resync unfinished tasks (a net for missed watch events) and delete finished ones past their TTL."""
+    cluster: Cluster = memo.cluster
+    for task in cluster.list_tasks():
+        meta, status = task["metadata"], task.get("status") or {}
+        phase = status.get("phase")
+        if not (phase and Phase(phase).finished):
+            if status.get("jobName"):
+                sync_status(memo, meta["namespace"], meta["name"])
+            continue
+        ttl = (task.get("spec") or {}).get("ttlSecondsAfterFinished")
+        finished_at = status.get("completionTime")
+        if ttl is None or not finished_at:
+            continue
+        if datetime.now(UTC) >= datetime.fromisoformat(finished_at.replace("Z", "+00:00")) + timedelta(seconds=ttl):
+            cluster.delete_task(meta["namespace"], meta["name"])
 
 
-@kopf.timer(*TASKS, interval=15, when=_needs_attention)
-def resync_or_expire(
-    status: kopf.Status, spec: kopf.Spec, name: str, namespace: str | None, memo: kopf.Memo, **_: Any
-) -> None:
-    """A safety net for missed watch events, and ttlSecondsAfterFinished for finished tasks."""
-    assert namespace is not None, "AgentTask is namespaced"
-    phase = status.get("phase")
-    if not (phase and Phase(phase).finished):
-        sync_status(memo, namespace, name)
-        return
-    finished_at = datetime.fromisoformat(str(status.get("completionTime", task_status.now())).replace("Z", "+00:00"))
-    if datetime.now(UTC) >= finished_at + timedelta(seconds=int(spec["ttlSecondsAfterFinished"])):
-        memo.cluster.delete_task(namespace, name)
+async def _sweeper(memo: kopf.Memo, interval: float) -> None:
+    while True:
+        await asyncio.sleep(interval)
+        try:
+            await asyncio.to_thread(_sweep, memo)
+        except Exception:  # the next sweep tries again; one bad round must not stop the loop
+            logger.exception("sweep failed")
+
+
+@kopf.on.startup()
+async def start_sweeper(memo: kopf.Memo, **_: Any) -> None:
+    """An operator-level loop rather than a kopf timer: timers put finalizers on every task."""
+    memo.sweeper = asyncio.create_task(_sweeper(memo, memo.settings.sweep_interval_seconds))
+
+
+@kopf.on.cleanup()
+async def stop_sweeper(memo: kopf.Memo, **_: Any) -> None:
+    memo.sweeper.cancel()

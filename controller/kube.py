@@ -104,6 +104,10 @@ class Cluster:
             raise
         return found
 
+    def list_tasks(self) -> list[dict[str, Any]]:
+        listed = cast(dict[str, Any], self.custom.list_cluster_custom_object(GROUP, VERSION, AGENTTASK_PLURAL))
+        return list(listed.get("items", []))
+
     def job_and_pods(self, namespace: str, job_name: str) -> tuple[dict[str, Any] | None, list[dict[str, Any]]]:
         try:
             job = self.to_dict(self.batch.read_namespaced_job(job_name, namespace))

@@ -18,3 +18,4 @@ class OperatorSettings(BaseSettings):
     gateway_audience: str = "mcpexec-gateway"
     token_expiration_seconds: int = Field(default=3600, ge=600)
     metrics_port: int = 9090
+    sweep_interval_seconds: float = Field(default=10, gt=0)

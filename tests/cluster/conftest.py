@@ -39,6 +39,7 @@ def cluster() -> Iterator[ControlPlane]:
 @pytest.fixture(scope="module")
 def operator(cluster: ControlPlane) -> Iterator[kopf.testing.KopfRunner]:
     os.environ["MCPEXEC_METRICS_PORT"] = "0"
+    os.environ["MCPEXEC_SWEEP_INTERVAL_SECONDS"] = "1"
     args = ["run", "-A", "--standalone", "-m", "controller.handlers", "--verbose"]
     with kopf.testing.KopfRunner(args, timeout=60) as runner:
         yield runner
