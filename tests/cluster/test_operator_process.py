@@ -1,0 +1,118 @@
+"""The operator as it is deployed (`python -m controller`): SIGKILL mid-reconcile, restart, health, metrics.
+
+No KopfRunner here: a killed process must really die at an arbitrary point, and only one operator may
+watch the cluster at a time.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from kubernetes import client
+from prometheus_client.parser import text_string_to_metric_families
+
+from tests.cluster.kube import agenttask, create_task, job_pod, play_kubelet, task_status, wait_for, wait_phase
+from tests.support.components import REPO, free_port
+from tests.support.control_plane import ControlPlane
+
+TASKS = 40
+
+
+@contextmanager
+def operator_process(cluster: ControlPlane, health_port: int, metrics_port: int) -> Iterator[subprocess.Popen[bytes]]:
+    env = {
+        **cluster.env(),
+        "MCPEXEC_LIVENESS_ENDPOINT": f"http://127.0.0.1:{health_port}/healthz",
+        "MCPEXEC_METRICS_PORT": str(metrics_port),
+        "MCPEXEC_SWEEP_INTERVAL_SECONDS": "1",
+    }
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "controller"], cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
+    try:
+        yield proc
+    finally:
+        if proc.poll() is None:
+            proc.terminate()
+            proc.wait(timeout=30)
+
+
+def _get(url: str) -> str | None:
+    try:
+        with urllib.request.urlopen(url, timeout=2) as response:
+            return str(response.read().decode())
+    except OSError:
+        return None
+
+
+def _jobs(namespace: str) -> list[Any]:
+    return list(client.BatchV1Api().list_namespaced_job(namespace, label_selector="mcpexec.dev/task").items)
+
+
+def test_sigkill_mid_reconcile_then_restart_loses_nothing_and_duplicates_nothing(
+    cluster: ControlPlane, namespace: str
+) -> None:
+    health, metrics = free_port(), free_port()
+    with operator_process(cluster, health, metrics) as first:
+        wait_for(lambda: _get(f"http://127.0.0.1:{health}/healthz"), 60, "operator liveness")
+        for i in range(TASKS):
+            create_task(namespace, agenttask(f"burst-{i}"))
+        wait_for(lambda: len(_jobs(namespace)) >= 3, 60, "the first jobs")
+        os.kill(first.pid, signal.SIGKILL)
+        first.wait()
+    made_before_kill = len(_jobs(namespace))
+    assert made_before_kill < TASKS, "the kill should land mid-burst; raise TASKS if the operator got faster"
+
+    with operator_process(cluster, free_port(), free_port()):
+        wait_for(lambda: len(_jobs(namespace)) == TASKS, 120, f"all {TASKS} jobs after restart")
+
+        def all_accepted() -> bool:
+            return all(task_status(namespace, f"burst-{i}").get("jobName") for i in range(TASKS))
+
+        wait_for(all_accepted, 120, "every task accepted")
+        core = client.CoreV1Api()
+        selector = "mcpexec.dev/task"
+        assert len(core.list_namespaced_service_account(namespace, label_selector=selector).items) == TASKS
+        assert len(core.list_namespaced_config_map(namespace, label_selector=selector).items) == TASKS
+        policies = client.NetworkingV1Api().list_namespaced_network_policy(namespace, label_selector=selector)
+        assert len(policies.items) == TASKS
+        jobs = _jobs(namespace)
+        assert sorted(j.metadata.name for j in jobs) == sorted(f"mcpexec-burst-{i}" for i in range(TASKS))
+        for job in jobs:
+            (owner,) = job.metadata.owner_references
+            assert owner.name == job.metadata.labels["mcpexec.dev/task"]
+        # Let the real Job controller finish making pods before the namespace is torn down.
+        job_pod(namespace, "mcpexec-burst-0")
+
+
+def test_health_and_metrics_endpoints(cluster: ControlPlane, namespace: str) -> None:
+    health, metrics = free_port(), free_port()
+    with operator_process(cluster, health, metrics):
+        wait_for(lambda: _get(f"http://127.0.0.1:{health}/healthz"), 60, "operator liveness")
+        create_task(namespace, agenttask("measured"))
+        wait_for(lambda: task_status(namespace, "measured").get("jobName"), what="job created")
+        play_kubelet(job_pod(namespace, "mcpexec-measured"), "Succeeded", exit_code=0, message="ok")
+        wait_phase(namespace, "measured", "Succeeded")
+
+        def scraped() -> dict[tuple[str, str], float] | None:
+            text = _get(f"http://127.0.0.1:{metrics}/metrics")
+            if text is None:
+                return None
+            samples = {
+                (s.name, s.labels.get("phase") or s.labels.get("outcome") or ""): s.value
+                for family in text_string_to_metric_families(text)
+                for s in family.samples
+            }
+            return samples if samples.get(("mcpexec_operator_tasks", "Succeeded"), 0) >= 1 else None
+
+        samples = wait_for(scraped, 30, "metrics showing the succeeded task")
+        assert samples[("mcpexec_operator_reconciles_total", "created")] >= 1
+        assert samples[("mcpexec_operator_reconcile_seconds_count", "")] >= 1
+        assert samples[("mcpexec_operator_status_syncs_total", "")] >= 1
