@@ -97,7 +97,7 @@ class ToolCaller:
         self.owners[ctx.scope] = ctx.expires_at
         connection = self._pool.connection(ctx.scope, self._catalog.server_key(ctx, server))
         self._usage.of(ctx.task_id).tool_calls += 1
-        result = await connection.call_tool(tool, real, wait=self._pool.connect_wait)
+        result = await connection.call_tool(tool, real, wait=0 if connection.failing else self._pool.connect_wait)
         dumped = result.model_dump(by_alias=True, exclude_none=True, mode="json")
         answer = {"content": dumped.get("content", []), "isError": bool(dumped.get("isError"))}
         if "structuredContent" in dumped:

@@ -11,6 +11,7 @@ import subprocess
 import sys
 import threading
 from collections.abc import Coroutine, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -29,9 +30,11 @@ ALL_SERVERS = ["demo", "everything", "memory", "filesystem", "time", "git"]
 class GatewayThread:
     """Runs a LocalGateway in a private event loop so tests can use a plain synchronous HTTP client."""
 
-    def __init__(self, gateway: LocalGateway, socket_path: Path) -> None:
+    def __init__(self, gateway: LocalGateway, socket_path: Path | None) -> None:
+        """`socket_path=None` serves on a free loopback TCP port instead (see `base_url`)."""
         self.gateway = gateway
         self.socket_path = socket_path
+        self.base_url = "http://gateway"
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, name="gateway-loop", daemon=True)
 
@@ -40,7 +43,10 @@ class GatewayThread:
 
     def __enter__(self) -> GatewayThread:
         self._thread.start()
-        self.run(self.gateway.start(str(self.socket_path)))
+        if self.socket_path is None:
+            self.base_url = f"http://127.0.0.1:{self.run(self.gateway.start_tcp())}"
+        else:
+            self.run(self.gateway.start(str(self.socket_path)))
         return self
 
     def __exit__(self, *_exc: object) -> None:
@@ -54,8 +60,8 @@ class GatewayThread:
 
     def client(self, token: str | None = None) -> httpx.Client:
         headers = {"Authorization": f"Bearer {token}"} if token else {}
-        transport = httpx.HTTPTransport(uds=str(self.socket_path))
-        return httpx.Client(transport=transport, base_url="http://gateway", headers=headers, timeout=120)
+        transport = httpx.HTTPTransport(uds=str(self.socket_path) if self.socket_path else None)
+        return httpx.Client(transport=transport, base_url=self.base_url, headers=headers, timeout=120)
 
     def client_for(self, task: AgentTask, ttl_seconds: int = 600) -> httpx.Client:
         return self.client(self.token(task, ttl_seconds))
@@ -136,9 +142,18 @@ def gateway(workdir: Path, redis_url: str) -> Iterator[GatewayThread]:
         yield gw
 
 
+@contextmanager
+def serving(
+    servers: dict[str, MCPServerSpec], socket_path: Path | None, task: AgentTask, **options: Any
+) -> Iterator[tuple[GatewayThread, httpx.Client]]:
+    """A fresh gateway and a client holding `task`'s token."""
+    with start_gateway(servers, socket_path, **options) as gw, gw.client_for(task) as client:
+        yield gw, client
+
+
 def start_gateway(
     servers: dict[str, MCPServerSpec],
-    socket_path: Path,
+    socket_path: Path | None,
     redis_url: str | None = None,
     llm: LLMUpstream | None = None,
     limits: Limits | None = None,

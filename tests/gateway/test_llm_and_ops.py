@@ -1,0 +1,140 @@
+"""LLM proxy, rate limits, metrics and the audit log.
+
+The LLM upstream here is a scripted OpenAI-compatible HTTP server started by the test on loopback (the one
+stand-in in these tests: a model is an external service). Everything else is real.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pydantic import SecretStr
+
+from gateway.settings import Limits, LLMUpstream
+from tests.gateway.conftest import GatewayThread, demo_spec, make_task, start_gateway
+
+
+class ScriptedLLM:
+    """Answers every chat completion with a fixed reply that contains PII; records what it was sent."""
+
+    REPLY = "Sure, I will write to carol@example.com and call +1 202-555-0143."
+
+    def __init__(self) -> None:
+        self.requests: list[tuple[dict[str, str], dict[str, Any]]] = []
+        llm = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                llm.requests.append((dict(self.headers), body))
+                answer = json.dumps(
+                    {
+                        "id": "chatcmpl-1",
+                        "object": "chat.completion",
+                        "model": body["model"],
+                        "choices": [
+                            {
+                                "index": 0,
+                                "finish_reason": "stop",
+                                "message": {"role": "assistant", "content": llm.REPLY},
+                            }
+                        ],
+                        "usage": {"prompt_tokens": 21, "completion_tokens": 13, "total_tokens": 34},
+                    }
+                ).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(answer)))
+                self.end_headers()
+                self.wfile.write(answer)
+
+            def log_message(self, *_args: object) -> None:
+                return None
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
+
+    def __enter__(self) -> ScriptedLLM:
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.server.shutdown()
+
+
+@pytest.fixture(scope="module")
+def llm() -> Iterator[ScriptedLLM]:
+    with ScriptedLLM() as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def small_gateway(llm: ScriptedLLM, workdir: Path) -> Iterator[GatewayThread]:
+    """In-memory vault, a low rate limit, the scripted LLM upstream."""
+    upstream = LLMUpstream(base_url=llm.url, api_key=SecretStr("sk-test-upstream"), default_model="gpt-test")
+    servers = {"demo": demo_spec(workdir / "outbox-ops.jsonl")}
+    with start_gateway(servers, workdir / "gw-ops.sock", llm=upstream, limits=Limits(requests_per_second=5)) as gw:
+        yield gw
+
+
+def test_llm_proxy_tokenizes_both_ways_and_holds_the_key(small_gateway: GatewayThread, llm: ScriptedLLM) -> None:
+    task = make_task("llm-proxy", ["demo"], model="gpt-task")
+    request = {
+        "messages": [
+            {"role": "system", "content": "You help with customers."},
+            {
+                "role": "user",
+                "content": [{"type": "text", "text": "Email dave@example.com about IBAN NL91ABNA0417164300"}],
+            },
+        ],
+        "temperature": 0,
+    }
+    with small_gateway.client_for(task) as c:
+        answer = c.post("/v1/llm/chat/completions", json=request)
+    assert answer.status_code == 200, answer.text
+    headers, sent = llm.requests[-1]
+    assert headers["Authorization"] == "Bearer sk-test-upstream"
+    assert sent["model"] == "gpt-task" and sent["temperature"] == 0
+    assert sent["messages"][1]["content"][0]["text"] == "Email [EMAIL_1] about IBAN [IBAN_1]"
+    reply = answer.json()["choices"][0]["message"]["content"]
+    assert reply == "Sure, I will write to [EMAIL_2] and call [PHONE_1]."
+    assert small_gateway.gateway.usage(task.task_id) == {"llmTurns": 1, "tokensIn": 21, "tokensOut": 13, "toolCalls": 0}
+    with small_gateway.client_for(task) as c:
+        streaming = c.post("/v1/llm/chat/completions", json={**request, "stream": True})
+        assert streaming.status_code == 422
+
+
+def test_rate_limit_per_task(small_gateway: GatewayThread) -> None:
+    busy, calm = make_task("rate-busy", ["demo"]), make_task("rate-calm", ["demo"])
+    with small_gateway.client_for(busy) as b, small_gateway.client_for(calm) as c:
+        answers = [b.get("/v1/servers") for _ in range(12)]
+        assert answers[0].status_code == 200
+        refused = [a for a in answers if a.status_code == 429]
+        assert refused and refused[0].json()["error"]["code"] == "rate_limited"
+        assert c.get("/v1/servers").status_code == 200  # another task's budget is its own
+
+
+def test_audit_log_and_metrics(small_gateway: GatewayThread, caplog: pytest.LogCaptureFixture) -> None:
+    task = make_task("audit", ["demo"])
+    with caplog.at_level(logging.INFO, logger="mcpexec.gateway.audit"), small_gateway.client_for(task) as c:
+        ok = c.post("/v1/tools/demo/search_customers/call", json={"arguments": {"query": "bob.okafor@example.net"}})
+        bad = c.post("/v1/tools/demo/get_customer/call", json={"arguments": {}})
+        metrics = c.get("/metrics").text
+    assert ok.status_code == 200 and bad.status_code == 422
+    records = [r for r in caplog.records if r.name == "mcpexec.gateway.audit"]
+    audit = [(r.task, r.action, r.target, r.outcome) for r in records]  # type: ignore[attr-defined]
+    assert ("default/audit", "call", "demo/search_customers", "ok") in audit
+    assert ("default/audit", "call", "demo/get_customer", "invalid_arguments") in audit
+    assert all(r.duration_ms >= 0 for r in records)  # type: ignore[attr-defined]
+    assert "example" not in " ".join(json.dumps(r.__dict__, default=str) for r in records)
+    assert 'mcpexec_gateway_tool_calls_total{outcome="ok",server="demo",tool="search_customers"}' in metrics
+    assert 'mcpexec_gateway_errors_total{code="invalid_arguments"}' in metrics
+    assert 'mcpexec_gateway_pii_detections_total{entity="EMAIL"}' in metrics
+    assert "mcpexec_gateway_tool_call_seconds_bucket" in metrics

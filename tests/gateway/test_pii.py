@@ -1,0 +1,174 @@
+"""PII: the detector on each entity type, tokenization of nested JSON, both vaults, the round trip through real
+tools, and fail-closed behaviour when Redis goes away mid-run."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+
+import pytest
+import redis
+
+from gateway.errors import VaultUnavailable
+from gateway.pii.detectors import PatternDetector
+from gateway.pii.tokenizer import PiiTokenizer
+from gateway.pii.vault import MemoryVault, RedisVault
+from gateway.tasks import TaskContext
+from mcpexec.agenttask import BUILTIN_ENTITIES, CustomPattern, PiiEntity
+from tests.gateway.conftest import GatewayThread, demo_spec, make_task, serving
+from tests.support.components import redis_server
+
+DETECTOR = PatternDetector(BUILTIN_ENTITIES)
+
+
+def _found(text: str, detector: PatternDetector = DETECTOR) -> list[tuple[str, str]]:
+    return [(d.entity, text[d.start : d.end]) for d in detector.detect(text)]
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("mail jane.doe+x@mail.example.co.uk now", [("EMAIL", "jane.doe+x@mail.example.co.uk")]),
+        ("call +1 202-555-0143 today", [("PHONE", "+1 202-555-0143")]),
+        ("or (415) 555-0199", [("PHONE", "(415) 555-0199")]),
+        ("card 4111 1111 1111 1111 ok", [("CREDIT_CARD", "4111 1111 1111 1111")]),
+        ("card 4111-1111-1111-1111", [("CREDIT_CARD", "4111-1111-1111-1111")]),
+        ("ssn 536-90-4399.", [("US_SSN", "536-90-4399")]),
+        ("iban DE89370400440532013000", [("IBAN", "DE89370400440532013000")]),
+        ("iban GB82 WEST 1234 5698 7654 32 end", [("IBAN", "GB82 WEST 1234 5698 7654 32")]),
+        ("from 203.0.113.17:443", [("IP_ADDRESS", "203.0.113.17")]),
+        ("v6 2001:db8::42 here", [("IP_ADDRESS", "2001:db8::42")]),
+    ],
+)
+def test_each_entity_type_is_detected(text: str, expected: list[tuple[str, str]]) -> None:
+    assert _found(text) == expected
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "card 4111 1111 1111 1112 fails Luhn",
+        "iban DE89370400440532013001 fails its checksum",
+        "ssn 000-12-3456 and 666-12-3456 are never issued",
+        "version 1.2.3.4.5 and 999.1.1.1 are not addresses",
+        "at 12:30:45 on 2024-01-02, order 12345, id C001",
+        "not an email: user@localhost",
+    ],
+)
+def test_look_alikes_are_not_detected(text: str) -> None:
+    assert _found(text) == []
+
+
+def test_only_the_tasks_entities_and_its_custom_patterns() -> None:
+    detector = PatternDetector([PiiEntity.EMAIL], [CustomPattern(name="CUSTOMER_ID", regex=r"\bC\d{3}\b")])
+    text = "C001 alice@example.com +1 202-555-0143 536-90-4399"
+    assert _found(text, detector) == [("CUSTOMER_ID", "C001"), ("EMAIL", "alice@example.com")]
+
+
+def _ctx(name: str = "pii-unit", pii: dict[str, object] | None = None) -> TaskContext:
+    return TaskContext(task=make_task(name, [], pii=pii), uid=f"uid-{name}", expires_at=2**40)
+
+
+def test_tokenizes_nested_json_deterministically_and_restores_it() -> None:
+    tokenizer = PiiTokenizer(MemoryVault(), ttl_seconds=600)
+    ctx = _ctx()
+    value = {
+        "content": [
+            {"type": "text", "text": "a@example.com wrote to b@example.com, then a@example.com again"},
+            {"type": "image", "data": "YUBleGFtcGxlLmNvbQ==", "mimeType": "image/png"},
+        ],
+        "structuredContent": {"people": [{"email": "b@example.com", "ip": "192.0.2.1"}], "b@example.com": 1},
+    }
+    masked = asyncio.run(tokenizer.tokenize(ctx, value))
+    assert masked["content"][0]["text"] == "[EMAIL_1] wrote to [EMAIL_2], then [EMAIL_1] again"
+    assert masked["content"][1] == value["content"][1]  # binary payloads untouched
+    assert masked["structuredContent"] == {"people": [{"email": "[EMAIL_2]", "ip": "[IP_ADDRESS_1]"}], "[EMAIL_2]": 1}
+    assert asyncio.run(tokenizer.detokenize(ctx, masked)) == value
+    other = _ctx("pii-other")
+    assert asyncio.run(tokenizer.detokenize(other, masked)) == masked  # another task's tokens mean nothing
+    off = _ctx("pii-off", pii={"enabled": False})
+    assert asyncio.run(tokenizer.tokenize(off, value)) == value
+
+
+def test_memory_vault_honours_ttl() -> None:
+    vault = MemoryVault()
+    assert asyncio.run(vault.tokens_for("s", [("EMAIL", "x@example.com")], ttl_seconds=0)) == ["[EMAIL_1]"]
+    assert asyncio.run(vault.values_for("s", ["[EMAIL_1]"])) == [None]
+
+
+def test_redis_vault_is_scoped_per_task_with_a_ttl(redis_url: str) -> None:
+    async def scenario() -> tuple[list[str], list[str], list[str | None], list[str | None]]:
+        vault = RedisVault(redis_url)
+        try:
+            a = await vault.tokens_for("ns/a/1", [("EMAIL", "x@example.com"), ("EMAIL", "y@example.com")], 300)
+            b = await vault.tokens_for("ns/b/2", [("EMAIL", "y@example.com")], 300)
+            return a, b, await vault.values_for("ns/a/1", a), await vault.values_for("ns/b/2", a)
+        finally:
+            await vault.close()
+
+    a, b, values_a, values_b = asyncio.run(scenario())
+    assert a == ["[EMAIL_1]", "[EMAIL_2]"] and b == ["[EMAIL_1]"]
+    assert values_a == ["x@example.com", "y@example.com"] and values_b == ["y@example.com", None]
+    client = redis.Redis.from_url(redis_url)
+    keys = client.keys("mcpexec:pii:{ns/a/1}:*")
+    assert len(keys) == 3 and all(0 < client.ttl(k) <= 300 for k in keys)
+
+
+def test_pii_round_trip_through_real_tools(gateway: GatewayThread, workdir: Path) -> None:
+    """The customer's email is read from one tool tokenized, written to another, and arrives there real."""
+    with gateway.client_for(make_task("pii-roundtrip", ["demo", "filesystem"])) as c:
+        customer = c.post("/v1/tools/demo/get_customer/call", json={"arguments": {"customer_id": "C001"}}).json()
+        text = json.dumps(customer)
+        for secret in (
+            "alice.martin@example.com",
+            "202-555-0143",
+            "DE89370400440532013000",
+            "4111 1111",
+            "123-45-6789",
+        ):
+            assert secret not in text
+        masked = customer["structuredContent"]
+        assert masked["email"] == "[EMAIL_1]" and masked["iban"] == "[IBAN_1]" and masked["ssn"] == "[US_SSN_1]"
+        body = f"Your IBAN {masked['iban']} is on file. Reply to {masked['email']}."
+        sent = c.post(
+            "/v1/tools/demo/send_message/call",
+            json={"arguments": {"to": masked["email"], "subject": "Account", "body": body}},
+        ).json()
+        assert sent["structuredContent"]["to"] == "[EMAIL_1]"
+        target = workdir / "files" / "note.txt"
+        written = c.post(
+            "/v1/tools/filesystem/write_file/call",
+            json={"arguments": {"path": str(target), "content": f"contact {masked['email']}"}},
+        )
+        assert written.status_code == 200
+        read_back = c.post("/v1/tools/filesystem/read_text_file/call", json={"arguments": {"path": str(target)}})
+        assert "contact [EMAIL_1]" in json.dumps(read_back.json())
+    last = json.loads((workdir / "outbox.jsonl").read_text().splitlines()[-1])
+    assert last["to"] == "alice.martin@example.com"
+    assert last["body"] == "Your IBAN DE89370400440532013000 is on file. Reply to alice.martin@example.com."
+    assert target.read_text() == "contact alice.martin@example.com"
+
+
+def test_redis_stopped_mid_run_answers_503_and_leaks_nothing(workdir: Path) -> None:
+    with redis_server() as url:
+        servers = {"demo": demo_spec(workdir / "outbox-redis-down.jsonl")}
+        task = make_task("pii-redis-down", ["demo"])
+        with serving(servers, workdir / "gw-redis-down.sock", task, redis_url=url) as (_gw, c):
+            before = c.post("/v1/tools/demo/get_customer/call", json={"arguments": {"customer_id": "C003"}})
+            assert before.status_code == 200 and before.json()["structuredContent"]["email"] == "[EMAIL_1]"
+            redis.Redis.from_url(url).shutdown(nosave=True)
+            for customer_id in ("C003", "C004"):
+                after = c.post("/v1/tools/demo/get_customer/call", json={"arguments": {"customer_id": customer_id}})
+                assert after.status_code == 503
+                assert after.json()["error"]["code"] == "pii_vault_unavailable"
+                assert "@" not in after.text and "IBAN" not in after.text
+            search = c.post("/v1/tools/demo/search_customers/call", json={"arguments": {"query": "example"}})
+            assert search.status_code == 503 and "@" not in search.text
+            assert c.get("/readyz").status_code == 503
+
+
+def test_vault_errors_are_vault_unavailable() -> None:
+    vault = RedisVault("redis://127.0.0.1:1/0", timeout_seconds=0.5)
+    with pytest.raises(VaultUnavailable):
+        asyncio.run(vault.tokens_for("s", [("EMAIL", "x@example.com")], 60))
