@@ -27,6 +27,7 @@ from mcpexec.agenttask import AGENTTASK_PLURAL, GROUP, VERSION, AgentTaskSpec, P
 TASKS = (GROUP, VERSION, AGENTTASK_PLURAL)
 CHILD_LABELS: dict[str, Any] = {**MANAGED_LABELS, TASK_LABEL: kopf.PRESENT}
 PREREQUISITE_RETRY_SECONDS = 5
+HANDLER_THREADS = 16
 logger = logging.getLogger(__name__)
 _metrics_started: set[int] = set()
 
@@ -36,9 +37,9 @@ def configure(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) -> Non
     settings.persistence.progress_storage = kopf.AnnotationsProgressStorage(prefix=GROUP)
     settings.persistence.diffbase_storage = kopf.AnnotationsDiffBaseStorage(prefix=GROUP)
     settings.posting.level = logging.WARNING
-    settings.execution.max_workers = 16
+    settings.execution.max_workers = HANDLER_THREADS
     memo.settings = OperatorSettings()
-    memo.cluster = Cluster(api_client())
+    memo.cluster = Cluster(api_client(pool_size=HANDLER_THREADS + 4))
     port = memo.settings.metrics_port
     if port and port not in _metrics_started:
         start_http_server(port)
@@ -137,7 +138,6 @@ def reconcile(body: kopf.Body, name: str, namespace: str | None, uid: str, memo:
             },
         )
         RECONCILES.labels(outcome="created").inc()
-    sync_status(memo, namespace, name)
 
 
 def sync_status(memo: kopf.Memo, namespace: str, task_name: str) -> None:

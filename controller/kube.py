@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Callable
 from typing import Any, cast
 
@@ -15,16 +16,21 @@ from controller.manifests import Manifest
 from mcpexec.agenttask import AGENTTASK_PLURAL, GROUP, VERSION
 
 _CONFLICT_RETRIES = 5
+RUNTIME_CLASS_CACHE_SECONDS = 10.0
 
 
-def api_client() -> client.ApiClient:
-    """In-cluster credentials when running in a pod, the kubeconfig ($KUBECONFIG, read now) otherwise."""
+def api_client(pool_size: int) -> client.ApiClient:
+    """In-cluster credentials when running in a pod, the kubeconfig ($KUBECONFIG, read now) otherwise.
+
+    The connection pool matches the handler threads, so no thread pays a fresh TLS handshake per call.
+    """
+    configuration = client.Configuration()
     try:
-        configuration = client.Configuration()
         config.load_incluster_config(client_configuration=configuration)
-        return client.ApiClient(configuration)
     except config.ConfigException:
-        return cast(client.ApiClient, config.new_client_from_config(config_file=os.environ.get("KUBECONFIG")))
+        config.load_kube_config(config_file=os.environ.get("KUBECONFIG"), client_configuration=configuration)
+    configuration.connection_pool_maxsize = pool_size
+    return client.ApiClient(configuration)
 
 
 class Cluster:
@@ -32,6 +38,7 @@ class Cluster:
 
     def __init__(self, api: client.ApiClient) -> None:
         self.api = api
+        self._runtime_classes_seen: dict[str, float] = {}
         self.core = client.CoreV1Api(self.api)
         self.batch = client.BatchV1Api(self.api)
         self.net = client.NetworkingV1Api(self.api)
@@ -77,12 +84,18 @@ class Cluster:
         return existing
 
     def runtime_class_exists(self, name: str) -> bool:
+        """Positive answers are cached briefly: a RuntimeClass deleted meanwhile still fails closed, since
+        the API server rejects pods that name a missing RuntimeClass; a negative answer is never cached."""
+        seen = self._runtime_classes_seen.get(name)
+        if seen is not None and time.monotonic() - seen < RUNTIME_CLASS_CACHE_SECONDS:
+            return True
         try:
             self.node.read_runtime_class(name)
         except ApiException as exc:
             if exc.status == 404:
                 return False
             raise
+        self._runtime_classes_seen[name] = time.monotonic()
         return True
 
     def missing_mcp_servers(self, namespace: str, names: list[str]) -> list[str]:

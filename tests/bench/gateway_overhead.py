@@ -1,0 +1,99 @@
+"""Gateway overhead: the same tool call (server-everything `echo`) through the gateway vs a direct MCP session.
+
+Both sides use one long-lived MCP session to the same kind of server process; the gateway runs in its own
+event-loop thread on a Unix socket, like `mcpexec run`, with its per-task session, policy, schema check and
+PII scan on the path. Figures: p50/p99 latency and calls/s at concurrency 1, 16 and 64.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import statistics
+import tempfile
+import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import httpx
+from mcp import Client
+from mcp.client.stdio import StdioServerParameters
+
+from gateway.local import LocalGateway
+from gateway.settings import Limits
+from mcpexec.agenttask import MCPServerSpec
+from tests.gateway.conftest import GatewayThread, make_task
+from tests.support.components import reference_server_commands
+
+LEVELS = (1, 16, 64)
+CALLS = {1: 300, 16: 800, 64: 1200}
+WARMUP = 50
+MESSAGE = {"message": "benchmark payload: order 1234 shipped to the warehouse"}
+
+
+async def _measure(call: Callable[[], Awaitable[Any]], concurrency: int, total: int) -> dict[str, float]:
+    for _ in range(WARMUP):
+        await call()
+    latencies: list[float] = []
+    remaining = total
+
+    async def worker() -> None:
+        nonlocal remaining
+        while remaining > 0:
+            remaining -= 1
+            started = time.perf_counter()
+            await call()
+            latencies.append(time.perf_counter() - started)
+
+    started = time.perf_counter()
+    await asyncio.gather(*(worker() for _ in range(concurrency)))
+    elapsed = time.perf_counter() - started
+    ordered = sorted(latencies)
+    return {
+        "p50_ms": round(statistics.median(ordered) * 1000, 3),
+        "p99_ms": round(ordered[int(len(ordered) * 0.99) - 1] * 1000, 3),
+        "calls_per_s": round(len(ordered) / elapsed, 1),
+    }
+
+
+async def _direct(command: list[str]) -> dict[int, dict[str, float]]:
+    params = StdioServerParameters(command=command[0], args=command[1:])
+    async with Client(params, mode="legacy", cache=None) as client:
+
+        async def call() -> Any:
+            return await client.call_tool("echo", MESSAGE)
+
+        return {c: await _measure(call, c, CALLS[c]) for c in LEVELS}
+
+
+async def _through_gateway(gw: GatewayThread, token: str) -> dict[int, dict[str, float]]:
+    transport = httpx.AsyncHTTPTransport(uds=str(gw.socket_path))
+    limits = httpx.Limits(max_connections=64, max_keepalive_connections=64)
+    async with httpx.AsyncClient(
+        transport=transport, base_url="http://gateway", headers={"Authorization": f"Bearer {token}"}, limits=limits
+    ) as http:
+
+        async def call() -> Any:
+            answer = await http.post("/v1/tools/everything/echo/call", json={"arguments": MESSAGE})
+            answer.raise_for_status()
+
+        return {c: await _measure(call, c, CALLS[c]) for c in LEVELS}
+
+
+def run() -> dict[str, Any]:
+    with tempfile.TemporaryDirectory(prefix="mcpexec-bench-") as tmp:
+        command = reference_server_commands(Path(tmp))["everything"]
+        direct = asyncio.run(_direct(command))
+        servers = {"everything": MCPServerSpec(transport="stdio", command=command)}
+        gateway = LocalGateway(servers, limits=Limits(requests_per_second=1_000_000))
+        with GatewayThread(gateway, Path(tmp) / "gw.sock") as gw:
+            token = gw.token(make_task("bench", ["everything"]))
+            via = asyncio.run(_through_gateway(gw, token))
+    return {
+        "tool": "everything/echo",
+        "direct": {str(c): direct[c] for c in LEVELS},
+        "gateway": {str(c): via[c] for c in LEVELS},
+        "p50_overhead_ms": {str(c): round(via[c]["p50_ms"] - direct[c]["p50_ms"], 3) for c in LEVELS},
+        "throughput_ratio": {str(c): round(via[c]["calls_per_s"] / direct[c]["calls_per_s"], 3) for c in LEVELS},
+        "note": "client, gateway and MCP server share the same 2 CPUs",
+    }
