@@ -10,6 +10,7 @@ import re
 from enum import StrEnum
 from typing import Annotated, Any, Literal, Self
 
+from kubernetes.utils.quantity import parse_quantity
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 GROUP = "mcpexec.dev"
@@ -84,6 +85,11 @@ class SkillsSpec(_Model):
     size: Quantity = "1Gi"
     storage_class_name: str | None = Field(default=None, alias="storageClassName")
 
+    @model_validator(mode="after")
+    def _size_bounded(self) -> Self:
+        _quantity_within(self.size, "0", "1Ti", False, "spec.skills.size")
+        return self
+
     @property
     def claim_name(self) -> str:
         return f"skills-{self.owner}"
@@ -108,14 +114,39 @@ class PiiSpec(_Model):
     custom_patterns: list[CustomPattern] = Field(default_factory=list, alias="customPatterns")
 
 
+def _quantity_within(value: str, low: str, high: str, low_inclusive: bool, what: str) -> None:
+    amount = parse_quantity(value)
+    above_low = amount >= parse_quantity(low) if low_inclusive else amount > parse_quantity(low)
+    if not (above_low and amount <= parse_quantity(high)):
+        raise ValueError(f"{what} must be a quantity {'from' if low_inclusive else 'above'} {low} to {high}")
+
+
 class ResourceList(_Model):
+    """Bounds match the CRD's CEL rules, so `mcpexec run` rejects what `kubectl apply` would."""
+
     cpu: Quantity | None = None
     memory: Quantity | None = None
+
+    @model_validator(mode="after")
+    def _bounded(self) -> Self:
+        if self.cpu is not None:
+            _quantity_within(self.cpu, "0", "64", False, "cpu")
+        if self.memory is not None:
+            _quantity_within(self.memory, "16Mi", "256Gi", True, "memory")
+        return self
 
 
 class Resources(_Model):
     requests: ResourceList = Field(default_factory=lambda: ResourceList(cpu="100m", memory="256Mi"))
     limits: ResourceList = Field(default_factory=lambda: ResourceList(cpu="1", memory="512Mi"))
+
+    @model_validator(mode="after")
+    def _requests_within_limits(self) -> Self:
+        for name in ("cpu", "memory"):
+            request, limit = getattr(self.requests, name), getattr(self.limits, name)
+            if request is not None and limit is not None and parse_quantity(request) > parse_quantity(limit):
+                raise ValueError("spec.resources.requests must not exceed spec.resources.limits")
+        return self
 
 
 class AgentTaskSpec(_Model):

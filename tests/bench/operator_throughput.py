@@ -22,6 +22,7 @@ from kubernetes import client, config, watch
 from tests.cluster import kube
 from tests.support.components import REPO, free_port
 from tests.support.control_plane import control_plane
+from tests.support.malformed import agenttask
 
 TASKS = 200
 CLIENT_THREADS = 16
@@ -110,7 +111,7 @@ def run() -> dict[str, Any]:
             done = threading.Event()
             threading.Thread(target=_watch_jobs, args=(namespace, TASKS, seen, done), daemon=True).start()
             time.sleep(0.5)
-            created, started = _create_all(lambda i: kube.create_task(namespace, kube.agenttask(f"bench-{i}")), TASKS)
+            created, started = _create_all(lambda i: kube.create_task(namespace, agenttask(f"bench-{i}")), TASKS)
             if not done.wait(300):
                 raise RuntimeError(f"only {len(seen)} of {TASKS} jobs appeared")
             elapsed = max(seen.values()) - started

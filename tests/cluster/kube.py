@@ -12,7 +12,7 @@ import yaml
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
-from mcpexec.agenttask import AGENTTASK_PLURAL, API_VERSION, GROUP, VERSION
+from mcpexec.agenttask import AGENTTASK_PLURAL, GROUP, VERSION
 from tests.support.components import REPO
 
 T = TypeVar("T")
@@ -60,11 +60,6 @@ def create_namespace() -> str:
     name = f"t-{uuid.uuid4().hex[:10]}"
     client.CoreV1Api().create_namespace({"metadata": {"name": name}})
     return name
-
-
-def agenttask(name: str, **spec: Any) -> dict[str, Any]:
-    spec.setdefault("code", "print('hello')")
-    return {"apiVersion": API_VERSION, "kind": "AgentTask", "metadata": {"name": name}, "spec": spec}
 
 
 def create_task(namespace: str, body: dict[str, Any]) -> dict[str, Any]:

@@ -11,7 +11,6 @@ from kubernetes.client.exceptions import ApiException
 
 from mcpexec.agenttask import AGENTTASK_PLURAL, GROUP, VERSION
 from tests.cluster.kube import (
-    agenttask,
     create_namespace,
     create_task,
     job_pod,
@@ -21,6 +20,7 @@ from tests.cluster.kube import (
     wait_for,
     wait_phase,
 )
+from tests.support.malformed import agenttask
 
 
 def _gone(read: Any) -> bool:

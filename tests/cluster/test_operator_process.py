@@ -18,9 +18,10 @@ from typing import Any
 from kubernetes import client
 from prometheus_client.parser import text_string_to_metric_families
 
-from tests.cluster.kube import agenttask, create_task, job_pod, play_kubelet, task_status, wait_for, wait_phase
+from tests.cluster.kube import create_task, job_pod, play_kubelet, task_status, wait_for, wait_phase
 from tests.support.components import REPO, free_port
 from tests.support.control_plane import ControlPlane
+from tests.support.malformed import agenttask
 
 TASKS = 40
 

@@ -9,7 +9,6 @@ import kopf.testing
 from kubernetes import client
 
 from tests.cluster.kube import (
-    agenttask,
     condition,
     create_task,
     ensure_runtime_class,
@@ -19,6 +18,7 @@ from tests.cluster.kube import (
     wait_for,
     wait_phase,
 )
+from tests.support.malformed import agenttask
 
 OPERATOR_DEFAULTS = {
     "runtime_image": "mcpexec/runtime:0.1.0",

@@ -1,0 +1,44 @@
+"""Malformed AgentTasks, each with the words its rejection must contain (API server and pydantic alike)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mcpexec.agenttask import API_VERSION
+
+
+def agenttask(name: str, **spec: Any) -> dict[str, Any]:
+    """An AgentTask document; direct mode unless the spec says otherwise (code=None drops the default)."""
+    spec.setdefault("code", "print('hello')")
+    if spec["code"] is None:
+        del spec["code"]
+    return {"apiVersion": API_VERSION, "kind": "AgentTask", "metadata": {"name": name}, "spec": spec}
+
+
+MALFORMED_TASKS: list[tuple[str, dict[str, Any], str]] = [
+    ("both modes", agenttask("x", code="print(1)", prompt="do it"), "exactly one of spec.prompt"),
+    ("no mode", {**agenttask("x"), "spec": {"mcpServers": ["crm"]}}, "exactly one of spec.prompt"),
+    ("timeout zero", agenttask("x", timeoutSeconds=0), "spec.timeoutSeconds: Invalid value: 0"),
+    ("timeout too long", agenttask("x", timeoutSeconds=90_000), "should be less than or equal to 86400"),
+    ("server name not DNS-1123", agenttask("x", mcpServers=["CRM_Server"]), "spec.mcpServers[0]"),
+    ("cpu not a quantity", agenttask("x", resources={"limits": {"cpu": "lots"}}), "cpu must be a quantity"),
+    ("memory too small", agenttask("x", resources={"limits": {"memory": "1Ki"}}), "memory must be a quantity"),
+    (
+        "requests above limits",
+        agenttask("x", resources={"requests": {"memory": "2Gi"}, "limits": {"memory": "1Gi"}}),
+        "requests must not exceed spec.resources.limits",
+    ),
+    ("unknown PII entity", agenttask("x", pii={"entities": ["PASSPORT"]}), 'supported values: "EMAIL"'),
+    (
+        "custom pattern name",
+        agenttask("x", pii={"customPatterns": [{"name": "ticket", "regex": "T-[0-9]+"}]}),
+        "spec.pii.customPatterns[0].name",
+    ),
+    ("max turns zero", agenttask("x", prompt="hi", code=None, maxTurns=0), "spec.maxTurns"),
+    ("model in direct mode", agenttask("x", model="gpt-x"), "spec.model only applies to agent mode"),
+    ("skills owner", agenttask("x", skills={"owner": "Team A"}), "spec.skills.owner"),
+    ("skills size", agenttask("x", skills={"owner": "a", "size": "5Ti"}), "spec.skills.size must be a quantity"),
+    ("unknown field", agenttask("x", retries=3), 'unknown field "spec.retries"'),
+    ("name too long", {**agenttask("x"), "metadata": {"name": "a" * 49}}, "metadata.name"),
+    ("ttl negative", agenttask("x", ttlSecondsAfterFinished=-1), "spec.ttlSecondsAfterFinished"),
+]

@@ -1,0 +1,74 @@
+"""Status derivation: phases move forward only, results come from the termination message."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from controller.status import duration, merge, observe
+
+
+def _job(*conditions: dict[str, str], **status: Any) -> dict[str, Any]:
+    return {"metadata": {"name": "mcpexec-t"}, "status": {"conditions": list(conditions), **status}}
+
+
+def _pod(phase: str, terminated: dict[str, Any] | None = None) -> dict[str, Any]:
+    state = {"terminated": terminated} if terminated else {"running": {}}
+    return {
+        "metadata": {"name": "mcpexec-t-abcde"},
+        "status": {"phase": phase, "containerStatuses": [{"name": "runtime", "state": state}]},
+    }
+
+
+def test_running_pod_means_running() -> None:
+    assert observe(_job(), [_pod("Running")])["phase"] == "Running"
+
+
+def test_phase_never_moves_backwards() -> None:
+    current = {"phase": "Running", "conditions": []}
+    assert merge(current, observe(_job(), []))["phase"] == "Running"
+
+
+def test_finished_status_is_final() -> None:
+    done = merge(
+        {},
+        observe(
+            _job(
+                {"type": "Complete", "status": "True"},
+                completionTime="2026-01-01T00:00:05Z",
+                startTime="2026-01-01T00:00:00Z",
+            ),
+            [],
+        ),
+    )
+    assert done["phase"] == "Succeeded" and done["duration"] == "5s"
+    late = observe(_job({"type": "Failed", "status": "True", "reason": "BackoffLimitExceeded"}), [])
+    assert merge(done, late) == done
+
+
+def test_json_termination_message_gives_result_usage_and_error() -> None:
+    message = json.dumps({"phase": "Failed", "result": "partial", "error": "boom", "usage": {"toolCalls": 2}})
+    pod = _pod("Failed", {"exitCode": 1, "message": message})
+    status = observe(_job({"type": "Failed", "status": "True", "reason": "BackoffLimitExceeded"}), [pod])
+    assert status["phase"] == "Failed"
+    assert status["result"] == "partial"
+    assert status["usage"] == {"llmTurns": 0, "tokensIn": 0, "tokensOut": 0, "toolCalls": 2}
+    assert status["conditions"][0]["message"] == "boom"
+    assert "error" not in status
+
+
+def test_plain_termination_message_is_kept_as_text_and_bounded() -> None:
+    pod = _pod("Succeeded", {"exitCode": 0, "message": "x" * 5000})
+    status = observe(_job({"type": "Complete", "status": "True"}), [pod])
+    assert status["result"] == "x" * 4096
+
+
+def test_deadline_is_timed_out() -> None:
+    status = observe(_job({"type": "Failed", "status": "True", "reason": "DeadlineExceeded", "message": "late"}), [])
+    assert status["phase"] == "TimedOut"
+    assert status["conditions"][0]["reason"] == "DeadlineExceeded"
+
+
+def test_duration_format() -> None:
+    assert duration("2026-01-01T00:00:00Z", "2026-01-01T01:02:03Z") == "1h2m3s"
+    assert duration("2026-01-01T00:00:00Z", "2026-01-01T00:02:03+00:00") == "2m3s"
