@@ -1,14 +1,18 @@
 """Gateway overhead: the same tool call (server-everything `echo`) through the gateway vs a direct MCP session.
 
 Both sides use one long-lived MCP session to the same kind of server process; the gateway runs in its own
-event-loop thread on a Unix socket, like `mcpexec run`, with its per-task session, policy, schema check and
-PII scan on the path. Figures: p50/p99 latency and calls/s at concurrency 1, 16 and 64.
+process on a Unix socket (as `mcpexec run` serves the sandbox), with its per-task session, auth, policy,
+schema check and PII scan on the path. Figures: p50/p99 latency and calls/s at concurrency 1, 16 and 64.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
+import signal
 import statistics
+import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Awaitable, Callable
@@ -66,8 +70,8 @@ async def _direct(command: list[str]) -> dict[int, dict[str, float]]:
         return {c: await _measure(call, c, CALLS[c]) for c in LEVELS}
 
 
-async def _through_gateway(gw: GatewayThread, token: str) -> dict[int, dict[str, float]]:
-    transport = httpx.AsyncHTTPTransport(uds=str(gw.socket_path))
+async def _through_gateway(socket_path: Path, token: str) -> dict[int, dict[str, float]]:
+    transport = httpx.AsyncHTTPTransport(uds=str(socket_path))
     limits = httpx.Limits(max_connections=64, max_keepalive_connections=64)
     async with httpx.AsyncClient(
         transport=transport, base_url="http://gateway", headers={"Authorization": f"Bearer {token}"}, limits=limits
@@ -84,11 +88,19 @@ def run() -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="mcpexec-bench-") as tmp:
         command = reference_server_commands(Path(tmp))["everything"]
         direct = asyncio.run(_direct(command))
-        servers = {"everything": MCPServerSpec(transport="stdio", command=command)}
-        gateway = LocalGateway(servers, limits=Limits(requests_per_second=1_000_000))
-        with GatewayThread(gateway, Path(tmp) / "gw.sock") as gw:
-            token = gw.token(make_task("bench", ["everything"]))
-            via = asyncio.run(_through_gateway(gw, token))
+        socket_path = Path(tmp) / "gw.sock"
+        server = subprocess.Popen(
+            [sys.executable, "-m", "tests.bench.gateway_overhead", str(socket_path), json.dumps(command)],
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        try:
+            assert server.stdout is not None
+            token = server.stdout.readline().strip()
+            via = asyncio.run(_through_gateway(socket_path, token))
+        finally:
+            server.terminate()
+            server.wait(timeout=30)
     return {
         "tool": "everything/echo",
         "direct": {str(c): direct[c] for c in LEVELS},
@@ -97,3 +109,17 @@ def run() -> dict[str, Any]:
         "throughput_ratio": {str(c): round(via[c]["calls_per_s"] / direct[c]["calls_per_s"], 3) for c in LEVELS},
         "note": "client, gateway and MCP server share the same 2 CPUs",
     }
+
+
+def _serve(socket_path: str, command: list[str]) -> None:
+    """The gateway process: serve until terminated; the task's token goes to stdout once it listens."""
+    servers = {"everything": MCPServerSpec(transport="stdio", command=command)}
+    gateway = LocalGateway(servers, limits=Limits(requests_per_second=1_000_000))
+    with GatewayThread(gateway, Path(socket_path)) as gw:
+        print(gw.token(make_task("bench", ["everything"])), flush=True)
+        signal.sigwait({signal.SIGTERM})
+
+
+if __name__ == "__main__":
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})
+    _serve(sys.argv[1], json.loads(sys.argv[2]))
