@@ -188,14 +188,19 @@ class ObjectMeta(BaseModel):
     uid: str | None = None
 
 
-class AgentTask(BaseModel):
-    """A whole AgentTask document, as `kubectl apply` and `mcpexec run` read it."""
+class _Resource(BaseModel):
+    """A whole resource document; fields beyond ours (status, managedFields...) are kept, not refused."""
 
     model_config = ConfigDict(extra="allow", populate_by_name=True)
 
     api_version: Literal["mcpexec.dev/v1alpha1"] = Field(alias="apiVersion")
-    kind: Literal["AgentTask"]
     metadata: ObjectMeta
+
+
+class AgentTask(_Resource):
+    """An AgentTask document, as `kubectl apply` and `mcpexec run` read it."""
+
+    kind: Literal["AgentTask"]
     spec: AgentTaskSpec
 
     @model_validator(mode="after")
@@ -237,15 +242,13 @@ class MCPServerSpec(_Model):
             raise ValueError("a stdio MCP server needs spec.command")
         if self.transport == "streamableHttp" and not self.url:
             raise ValueError("a streamableHttp MCP server needs spec.url")
+        if self.transport == "stdio" and (self.url or self.headers or self.headers_from_secrets):
+            raise ValueError("spec.url and headers only apply to streamableHttp servers")
         return self
 
 
-class MCPServer(BaseModel):
-    model_config = ConfigDict(extra="allow", populate_by_name=True)
-
-    api_version: Literal["mcpexec.dev/v1alpha1"] = Field(alias="apiVersion")
+class MCPServer(_Resource):
     kind: Literal["MCPServer"]
-    metadata: ObjectMeta
     spec: MCPServerSpec
 
 
