@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import time
 from collections.abc import Callable
+from datetime import UTC, datetime
 from typing import Any, cast
 
 import kopf
@@ -13,7 +15,9 @@ from kubernetes.client.exceptions import ApiException
 
 from controller import status as task_status
 from controller.manifests import Manifest
-from mcpexec.agenttask import AGENTTASK_PLURAL, GROUP, VERSION
+from mcpexec.agenttask import AGENTTASK_PLURAL, GROUP, VERSION, Phase
+
+log = logging.getLogger(__name__)
 
 _CONFLICT_RETRIES = 5
 RUNTIME_CLASS_CACHE_SECONDS = 10.0
@@ -154,8 +158,39 @@ class Cluster:
                 if exc.status == 404:
                     return None
                 raise
+            if new.get("phase") != current.get("phase"):
+                self._record_phase(task, new)
             return new
         raise kopf.TemporaryError(f"status of {namespace}/{name} kept changing under us", delay=1)
+
+    def _record_phase(self, task: dict[str, Any], status: task_status.Status) -> None:
+        """A Kubernetes Event per phase change, so `kubectl describe` tells the task's story."""
+        phase = Phase(status["phase"])
+        conditions = {c["type"]: c for c in status.get("conditions") or []}
+        latest = conditions.get("Finished") or conditions.get("Accepted") or {}
+        meta = task["metadata"]
+        stamp = datetime.now(UTC)
+        event = client.CoreV1Event(
+            metadata=client.V1ObjectMeta(generate_name=f"{meta['name']}.", namespace=meta["namespace"]),
+            involved_object=client.V1ObjectReference(
+                api_version=task["apiVersion"],
+                kind="AgentTask",
+                name=meta["name"],
+                namespace=meta["namespace"],
+                uid=meta["uid"],
+            ),
+            reason=phase.value,
+            message=latest.get("message") or f"task is {phase.value}",
+            type="Warning" if phase in (Phase.FAILED, Phase.TIMED_OUT) else "Normal",
+            source=client.V1EventSource(component="mcpexec-operator"),
+            first_timestamp=stamp,
+            last_timestamp=stamp,
+            count=1,
+        )
+        try:
+            self.core.create_namespaced_event(meta["namespace"], event)
+        except ApiException as exc:  # an event is a courtesy; the status already holds the truth
+            log.warning("could not record event for %s/%s: %s", meta["namespace"], meta["name"], exc.status)
 
     def delete_task(self, namespace: str, name: str) -> None:
         try:

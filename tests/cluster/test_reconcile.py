@@ -151,6 +151,12 @@ def test_status_follows_job_to_success(operator: kopf.testing.KopfRunner, namesp
     assert done["result"] == "2 customers exported"
     assert done["usage"]["toolCalls"] == 3
     assert done["startTime"] and done["completionTime"] and done["duration"].endswith("s")
+    events = client.CoreV1Api().list_namespaced_event(namespace, field_selector="involvedObject.name=ok").items
+    assert {(e.reason, e.type) for e in events} >= {
+        ("Pending", "Normal"),
+        ("Running", "Normal"),
+        ("Succeeded", "Normal"),
+    }
     assert condition(done, "Finished") | {"lastTransitionTime": None} == {
         "type": "Finished",
         "status": "True",
@@ -168,6 +174,10 @@ def test_status_follows_job_to_failure(operator: kopf.testing.KopfRunner, namesp
     finished = condition(done, "Finished")
     assert finished["reason"] == "Failed"
     assert finished["message"] == "ZeroDivisionError: division by zero"
+    events = client.CoreV1Api().list_namespaced_event(namespace, field_selector="involvedObject.name=boom").items
+    assert ("Failed", "Warning", "ZeroDivisionError: division by zero") in {
+        (e.reason, e.type, e.message) for e in events
+    }
     assert "error" not in done
 
 
