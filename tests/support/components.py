@@ -49,8 +49,7 @@ def redis_server() -> Iterator[str]:
     port = free_port()
     with tempfile.TemporaryDirectory(prefix="mcpexec-redis-") as tmp:
         proc = subprocess.Popen(
-            [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-             "--dir", tmp],
+            [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", tmp],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.STDOUT,
         )
