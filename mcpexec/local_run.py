@@ -1,0 +1,165 @@
+"""`mcpexec run`: one AgentTask on this machine: an in-process gateway, the task in a local sandbox.
+
+The same AgentTask YAML as `kubectl apply` takes; the same runtime as the cluster's Job; the sandbox
+reaches the gateway only through a Unix socket mounted into it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import shutil
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from gateway.local import LocalGateway
+from gateway.settings import LLMUpstream
+from mcpexec.agenttask import AgentTask, MCPServerSpec
+from mcpexec.sandbox.base import RESULT_DIR, SKILLS, SOCKET_DIR, TASK_DIR, WORKSPACE, Completed, Sandbox, SandboxRun
+
+SANDBOX_UID = 65534
+SOCKET_NAME = "gateway.sock"
+
+
+class TaskError(Exception):
+    """The task cannot be run as given (unknown server, no sandbox...): a message for the user."""
+
+
+@dataclass(frozen=True)
+class LocalOutcome:
+    phase: str
+    result: str
+    error: str | None
+    usage: dict[str, int]
+    workspace: Path
+    sandbox: str
+
+
+def state_root() -> Path:
+    return Path(os.environ.get("MCPEXEC_HOME", Path.home() / ".local" / "share" / "mcpexec"))
+
+
+def _writable_by_sandbox(path: Path) -> Path:
+    path.mkdir(parents=True, exist_ok=True)
+    if os.geteuid() == 0:
+        os.chown(path, SANDBOX_UID, SANDBOX_UID)
+    else:
+        path.chmod(0o777)
+    return path
+
+
+def _memory_bytes(task: AgentTask) -> int:
+    from kubernetes.utils.quantity import parse_quantity
+
+    return int(parse_quantity(task.spec.resources.limits.memory or "512Mi"))
+
+
+def _task_json(task: AgentTask) -> dict[str, Any]:
+    spec = task.spec
+    config: dict[str, Any] = {
+        "namespace": task.metadata.namespace,
+        "name": task.metadata.name,
+        "uid": task.metadata.uid or "",
+        "mode": spec.mode,
+        "maxTurns": spec.max_turns,
+        "timeoutSeconds": spec.timeout_seconds,
+    }
+    for key, value in (("code", spec.code), ("prompt", spec.prompt), ("model", spec.model)):
+        if value is not None:
+            config[key] = value
+    return config
+
+
+def _read_result(result_file: Path, completed: Completed) -> dict[str, Any]:
+    if completed.timed_out:
+        return {"phase": "TimedOut", "result": "", "error": "the task ran past its timeoutSeconds"}
+    try:
+        loaded: dict[str, Any] = json.loads(result_file.read_text())
+        return loaded
+    except (OSError, ValueError):
+        detail = (completed.stderr or completed.stdout).strip()[-2000:]
+        return {"phase": "Failed", "result": "", "error": f"the sandbox exited with {completed.exit_code}: {detail}"}
+
+
+@dataclass(frozen=True)
+class RunPaths:
+    workspace: Path
+    result_dir: Path
+    task_dir: Path
+    skills: Path
+    socket: Path
+
+
+def _prepare(task: AgentTask) -> RunPaths:
+    """The run's directories: kept under the state root (workspace and output.log stay for inspection)."""
+    root = state_root()
+    run_dir = root / "runs" / f"{task.metadata.name}-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}"
+    task_dir = run_dir / "task"
+    task_dir.mkdir(parents=True)
+    (task_dir / "task.json").write_text(json.dumps(_task_json(task)))
+    skills = task.spec.skills
+    # Unix socket paths are limited to ~100 bytes: the socket lives in a short temporary directory.
+    socket_dir = Path(tempfile.mkdtemp(prefix="mcpexec-gw-"))
+    socket_dir.chmod(0o755)
+    return RunPaths(
+        workspace=_writable_by_sandbox(run_dir / "workspace"),
+        result_dir=_writable_by_sandbox(run_dir / "result"),
+        task_dir=task_dir,
+        skills=_writable_by_sandbox(root / "skills" / skills.owner if skills else run_dir / "skills"),
+        socket=socket_dir / SOCKET_NAME,
+    )
+
+
+async def run_task(
+    task: AgentTask,
+    servers: dict[str, MCPServerSpec],
+    sandbox: Sandbox,
+    redis_url: str | None = None,
+    llm: LLMUpstream | None = None,
+) -> LocalOutcome:
+    unknown = [name for name in task.spec.mcp_servers if name not in servers]
+    if unknown:
+        raise TaskError(f"unknown MCP server(s) {unknown}; the servers file defines {sorted(servers)}")
+    paths = await asyncio.to_thread(_prepare, task)
+    gateway = LocalGateway({name: servers[name] for name in task.spec.mcp_servers}, redis_url=redis_url, llm=llm)
+    try:
+        await gateway.start(str(paths.socket))
+        os.chmod(paths.socket, 0o666)
+        token = gateway.register_task(task, ttl_seconds=task.spec.timeout_seconds + 60)
+        run = SandboxRun(
+            workspace=paths.workspace,
+            skills=paths.skills,
+            skills_read_only=bool(task.spec.skills and task.spec.skills.read_only),
+            task_dir=paths.task_dir,
+            socket_dir=paths.socket.parent,
+            result_dir=paths.result_dir,
+            env={
+                "MCPEXEC_GATEWAY_URL": f"unix://{SOCKET_DIR}/{SOCKET_NAME}",
+                "MCPEXEC_TOKEN": token,
+                "MCPEXEC_TASK_FILE": f"{TASK_DIR}/task.json",
+                "MCPEXEC_RESULT_FILE": f"{RESULT_DIR}/result.json",
+                "MCPEXEC_WORKSPACE": WORKSPACE,
+                "MCPEXEC_SKILLS": SKILLS,
+            },
+            timeout_seconds=task.spec.timeout_seconds,
+            memory_bytes=_memory_bytes(task),
+        )
+        completed = await asyncio.to_thread(sandbox.run, run)
+        usage = gateway.usage(task.task_id)
+    finally:
+        await gateway.stop()
+        shutil.rmtree(paths.socket.parent, ignore_errors=True)
+    result = _read_result(paths.result_dir / "result.json", completed)
+    # The gateway counted the calls it served; the sandbox's own count cannot inflate or hide them.
+    return LocalOutcome(
+        phase=str(result.get("phase", "Failed")),
+        result=str(result.get("result", "")),
+        error=result.get("error"),
+        usage=usage,
+        workspace=paths.workspace,
+        sandbox=sandbox.name,
+    )

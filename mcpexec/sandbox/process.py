@@ -1,0 +1,53 @@
+"""A plain process: NO isolation. Exists only behind --unsafe-no-sandbox, for machines without gVisor."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+from mcpexec.sandbox.base import (
+    RESULT_DIR,
+    RUNTIME_PACKAGE,
+    SKILLS,
+    SOCKET_DIR,
+    TASK_DIR,
+    WORKSPACE,
+    Completed,
+    SandboxRun,
+)
+
+
+class UnsafeProcessSandbox:
+    name = "none (unsafe)"
+
+    def run(self, run: SandboxRun) -> Completed:
+        host_paths = {
+            WORKSPACE: str(run.workspace),
+            SKILLS: str(run.skills),
+            TASK_DIR: str(run.task_dir),
+            SOCKET_DIR: str(run.socket_dir),
+            RESULT_DIR: str(run.result_dir),
+        }
+        env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "PYTHONPATH": str(RUNTIME_PACKAGE.parent)}
+        for key, value in run.env.items():
+            for inside, outside in host_paths.items():
+                if value.startswith(inside):
+                    value = outside + value[len(inside) :]
+                    break
+            env[key] = value
+        try:
+            proc = subprocess.run(
+                [sys.executable, "-m", "runtime"],
+                cwd=run.workspace,
+                env=env,
+                stdin=subprocess.DEVNULL,
+                capture_output=True,
+                text=True,
+                errors="replace",
+                timeout=run.timeout_seconds + 10,
+            )
+        except subprocess.TimeoutExpired as exc:
+            out = exc.stdout.decode(errors="replace") if isinstance(exc.stdout, bytes) else (exc.stdout or "")
+            return Completed(-9, out, "", timed_out=True)
+        return Completed(proc.returncode, proc.stdout, proc.stderr, timed_out=False)

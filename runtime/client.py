@@ -1,0 +1,152 @@
+"""The tool API agent code calls: list_servers, search_tools, get_tool, call_tool (docs/contracts.md).
+
+Plain blocking HTTP to the gateway over a Unix socket (local mode) or TCP (cluster); the gateway holds
+every credential and tokenizes personal data before anything reaches this process.
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import socket
+import threading
+import urllib.parse
+from typing import Any
+
+from runtime.config import Environment
+
+_TIMEOUT_SECONDS = 300.0
+
+
+class ToolError(Exception):
+    """The gateway refused or failed a request; `code` is its error code (e.g. forbidden, tool_timeout)."""
+
+    def __init__(self, status: int, code: str, message: str) -> None:
+        super().__init__(f"{code} ({status}): {message}")
+        self.status = status
+        self.code = code
+
+
+class _UnixConnection(http.client.HTTPConnection):
+    def __init__(self, path: str) -> None:
+        super().__init__("gateway", timeout=_TIMEOUT_SECONDS)
+        self._path = path
+
+    def connect(self) -> None:
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        sock.settimeout(self.timeout)
+        sock.connect(self._path)
+        self.sock = sock
+
+
+class Gateway:
+    """One keep-alive connection per thread to the gateway."""
+
+    def __init__(self, env: Environment) -> None:
+        self._env = env
+        self._local = threading.local()
+        self.tool_calls = 0
+
+    def _connection(self) -> http.client.HTTPConnection:
+        conn: http.client.HTTPConnection | None = getattr(self._local, "conn", None)
+        if conn is None:
+            url = urllib.parse.urlsplit(self._env.gateway_url)
+            if url.scheme == "unix":
+                conn = _UnixConnection(url.path)
+            elif url.scheme == "https":
+                conn = http.client.HTTPSConnection(url.netloc, timeout=_TIMEOUT_SECONDS)
+            else:
+                conn = http.client.HTTPConnection(url.netloc, timeout=_TIMEOUT_SECONDS)
+            self._local.conn = conn
+        return conn
+
+    def request(self, method: str, path: str, body: Any = None, query: dict[str, str] | None = None) -> Any:
+        if query:
+            path = f"{path}?{urllib.parse.urlencode(query)}"
+        payload = None if body is None else json.dumps(body).encode()
+        headers = {"Authorization": f"Bearer {self._env.bearer()}", "Content-Type": "application/json"}
+        for attempt in (1, 2):
+            conn = self._connection()
+            try:
+                conn.request(method, path, body=payload, headers=headers)
+                response = conn.getresponse()
+                raw = response.read()
+                break
+            except (ConnectionError, http.client.HTTPException):
+                conn.close()
+                self._local.conn = None
+                if attempt == 2:
+                    raise
+        answer = json.loads(raw) if raw else None
+        if response.status >= 400:
+            error = (answer or {}).get("error") or {}
+            raise ToolError(response.status, error.get("code", "error"), error.get("message", raw.decode()[:500]))
+        return answer
+
+
+_gateway: Gateway | None = None
+
+
+def gateway() -> Gateway:
+    global _gateway
+    if _gateway is None:
+        _gateway = Gateway(Environment.from_env())
+    return _gateway
+
+
+def list_servers() -> list[dict[str, Any]]:
+    """The MCP servers this task may use, with tool counts."""
+    servers: list[dict[str, Any]] = gateway().request("GET", "/v1/servers")["servers"]
+    return servers
+
+
+def search_tools(query: str = "", detail: str = "name", server: str | None = None) -> list[Any]:
+    """Tools matching every word of `query`; detail is "name", "description" or "full" (schemas)."""
+    params = {"query": query, "detail": detail}
+    if server:
+        params["server"] = server
+    tools: list[Any] = gateway().request("GET", "/v1/tools", query=params)["tools"]
+    return tools
+
+
+def get_tool(name: str) -> dict[str, Any]:
+    """One tool's full definition; `name` is "server/tool"."""
+    tool: dict[str, Any] = gateway().request("GET", f"/v1/tools/{_quote(name)}")
+    return tool
+
+
+def call_tool(name: str, arguments: dict[str, Any] | None = None) -> Any:
+    """Call "server/tool"; returns structuredContent when the tool gives it, else the text content.
+
+    A tool that ran and failed raises ToolError with code "tool_error".
+    """
+    gw = gateway()
+    gw.tool_calls += 1
+    answer = gw.request("POST", f"/v1/tools/{_quote(name)}/call", {"arguments": arguments or {}})
+    if answer.get("isError"):
+        raise ToolError(200, "tool_error", _text(answer.get("content") or []))
+    if answer.get("structuredContent") is not None:
+        return answer["structuredContent"]
+    return _text(answer.get("content") or [])
+
+
+def _quote(name: str) -> str:
+    server, _, tool = name.partition("/")
+    if not server or not tool:
+        raise ValueError(f"tool names are 'server/tool', got {name!r}")
+    return f"{urllib.parse.quote(server, safe='')}/{urllib.parse.quote(tool, safe='')}"
+
+
+def _text(content: list[dict[str, Any]]) -> str:
+    return "\n".join(str(item.get("text", "")) for item in content if item.get("type") == "text")
+
+
+def tool_api() -> dict[str, Any]:
+    """The names agent code and skills find without importing anything."""
+    return {
+        "list_servers": list_servers,
+        "search_tools": search_tools,
+        "get_tool": get_tool,
+        "call_tool": call_tool,
+        "ToolError": ToolError,
+    }

@@ -1,0 +1,69 @@
+"""Runs code snippets with top-level await in a namespace that persists across turns."""
+
+from __future__ import annotations
+
+import ast
+import asyncio
+import contextlib
+import linecache
+import signal
+import traceback
+from dataclasses import dataclass
+from types import FrameType
+from typing import Any
+
+from runtime.output import BoundedBuffer
+
+
+class SnippetTimeout(Exception):
+    pass
+
+
+@dataclass(frozen=True)
+class Outcome:
+    output: str
+    ok: bool
+    error: str | None = None
+
+
+def _on_alarm(_signum: int, _frame: FrameType | None) -> None:
+    raise SnippetTimeout("the snippet ran past its time limit")
+
+
+class Executor:
+    """One namespace for the whole task: variables, imports and functions survive between snippets."""
+
+    def __init__(self, namespace: dict[str, Any], output_limit: int) -> None:
+        self.namespace = namespace
+        self.namespace.setdefault("__name__", "__main__")
+        self._output_limit = output_limit
+        self._snippets = 0
+
+    def run(self, code: str, timeout_seconds: float) -> Outcome:
+        buffer = BoundedBuffer(self._output_limit // 2)
+        previous = signal.signal(signal.SIGALRM, _on_alarm)
+        signal.setitimer(signal.ITIMER_REAL, timeout_seconds)
+        try:
+            with contextlib.redirect_stdout(buffer), contextlib.redirect_stderr(buffer):
+                self._execute(code)
+        except BaseException as exc:  # the agent's code may raise anything; it becomes its output
+            if isinstance(exc, KeyboardInterrupt):
+                raise
+            detail = "".join(traceback.format_exception_only(type(exc), exc)).strip()
+            tb = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__)[-6:])
+            buffer.write(tb)
+            return Outcome(output=buffer.getvalue(), ok=False, error=detail)
+        finally:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.signal(signal.SIGALRM, previous)
+        return Outcome(output=buffer.getvalue(), ok=True)
+
+    def _execute(self, code: str) -> None:
+        # Registered with linecache so tracebacks show the lines and inspect.getsource works (skills).
+        self._snippets += 1
+        filename = f"<snippet-{self._snippets}>"
+        linecache.cache[filename] = (len(code), None, code.splitlines(keepends=True), filename)
+        compiled = compile(code, filename, "exec", flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT)
+        result = eval(compiled, self.namespace)
+        if asyncio.iscoroutine(result):
+            asyncio.run(result)

@@ -1,0 +1,49 @@
+"""The bounded result the operator (or `mcpexec run`) reads: JSON in the termination message."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from runtime.output import truncate
+
+TERMINATION_MESSAGE_LIMIT = 4096
+
+
+@dataclass
+class Usage:
+    llmTurns: int = 0
+    tokensIn: int = 0
+    tokensOut: int = 0
+    toolCalls: int = 0
+
+
+@dataclass
+class Result:
+    phase: str
+    result: str
+    error: str | None = None
+    usage: Usage = field(default_factory=Usage)
+
+    def encode(self) -> str:
+        """Shrinks result, then error, until the JSON fits the kubelet's 4096-byte limit."""
+        body = asdict(self)
+        if body["error"] is None:
+            del body["error"]
+        for budget in (3000, 1500, 600, 200, 0):
+            text = json.dumps(body, ensure_ascii=False)
+            if len(text.encode()) <= TERMINATION_MESSAGE_LIMIT:
+                return text
+            body["result"] = truncate(self.result, budget)
+            if "error" in body:
+                body["error"] = truncate(self.error or "", budget)
+        return json.dumps({"phase": self.phase, "result": "", "error": "result too large to report"})
+
+
+def write(path: Path, result: Result, full_output: str, workspace: Path) -> None:
+    """The bounded JSON to `path`; everything printed, uncut, to <workspace>/output.log."""
+    with contextlib.suppress(OSError):  # a full or read-only workspace must not lose the result itself
+        (workspace / "output.log").write_text(full_output)
+    path.write_text(result.encode())
