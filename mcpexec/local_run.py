@@ -82,7 +82,12 @@ def _read_result(result_file: Path, completed: Completed) -> dict[str, Any]:
         return loaded
     except (OSError, ValueError):
         detail = (completed.stderr or completed.stdout).strip()[-2000:]
-        return {"phase": "Failed", "result": "", "error": f"the sandbox exited with {completed.exit_code}: {detail}"}
+        return {
+            "phase": "Failed",
+            "result": "",
+            "error": f"the sandbox stopped before the task finished (exit {completed.exit_code}): it hit its memory "
+            f"or process limit, or could not start{': ' + detail if detail else ''}",
+        }
 
 
 @dataclass(frozen=True)
