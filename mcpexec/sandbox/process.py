@@ -31,9 +31,10 @@ class UnsafeProcessSandbox:
         }
         env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "PYTHONPATH": str(RUNTIME_PACKAGE.parent)}
         for key, value in run.env.items():
-            for inside, outside in host_paths.items():
-                if value.startswith(inside):
-                    value = outside + value[len(inside) :]
+            # Longest first: /run/mcpexec is a prefix of /run/mcpexec-result.
+            for inside in sorted(host_paths, key=len, reverse=True):
+                if inside in value:
+                    value = value.replace(inside, host_paths[inside], 1)
                     break
             env[key] = value
         try:

@@ -1,0 +1,132 @@
+"""The agent loop and the `mcpexec` command, end to end under gVisor.
+
+The model is the one stand-in: a scripted OpenAI-compatible endpoint on loopback (no hosted model is
+reachable here). The gateway's LLM proxy, the demo MCP server, the sandbox and the runtime are real.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+from pydantic import SecretStr
+
+from gateway.settings import LLMUpstream
+from mcpexec.agenttask import MCPServerSpec, parse_agenttask
+from mcpexec.local_run import run_task
+from mcpexec.sandbox.runsc import RunscSandbox
+from tests.support.components import REPO
+from tests.support.malformed import agenttask
+from tests.support.scripted_llm import ScriptedLLM
+
+RAW_EMAIL = "alice.martin@example.com"
+TURNS = [
+    "Let me look for tools.\n```python\nprint(search_tools('customer', detail='description'))\n```",
+    "```python\ncustomer = get_tool('demo/get_customer')\nc = call_tool('demo/get_customer', {'customer_id': 'C001'})"
+    "\nprint('email:', c['email'])\n```",
+    "```final\nAlice's address is on file.\n```",
+]
+
+
+def test_agent_loop_discovers_calls_and_answers(demo_servers: dict[str, MCPServerSpec]) -> None:
+    task = parse_agenttask(
+        agenttask(
+            "agent",
+            code=None,
+            prompt="What is the email of customer C001?",
+            mcpServers=["demo"],
+            maxTurns=5,
+            model="scripted-1",
+        )
+    )
+    with ScriptedLLM(TURNS) as llm:
+        upstream = LLMUpstream(base_url=llm.url, api_key=SecretStr("sk-test-only-in-gateway"))
+        outcome = asyncio.run(run_task(task, demo_servers, RunscSandbox(), llm=upstream))
+    assert outcome.phase == "Succeeded", outcome.error
+    assert outcome.result == "Alice's address is on file."
+    assert outcome.usage["llmTurns"] == 3
+    assert outcome.usage["tokensIn"] == 63 and outcome.usage["tokensOut"] == 39
+    assert outcome.usage["toolCalls"] == 1
+    # What the model saw: the tool list, then the customer's email as a token, never the raw address.
+    seen = json.dumps([body for _, body in llm.requests])
+    assert "demo/get_customer" in seen
+    assert "email: [EMAIL_1]" in seen
+    assert RAW_EMAIL not in seen
+    assert all(headers["Authorization"] == "Bearer sk-test-only-in-gateway" for headers, _ in llm.requests)
+    assert llm.requests[0][1]["model"] == "scripted-1"
+
+
+def test_agent_loop_stops_at_max_turns(demo_servers: dict[str, MCPServerSpec]) -> None:
+    task = parse_agenttask(
+        agenttask("loop", code=None, prompt="never ends", mcpServers=["demo"], maxTurns=2, model="m")
+    )
+    with ScriptedLLM(["```python\nprint('again')\n```"]) as llm:
+        upstream = LLMUpstream(base_url=llm.url, api_key=SecretStr("k"))
+        outcome = asyncio.run(run_task(task, demo_servers, RunscSandbox(), llm=upstream))
+    assert outcome.phase == "Failed"
+    assert outcome.error == "no final answer after 2 turns"
+    assert len(llm.requests) == 2
+
+
+def _mcpexec(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "mcpexec.cli", *args],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        env={**os.environ, **(env or {})},
+        timeout=180,
+    )
+
+
+def test_examples_run_and_skills_persist_across_runs() -> None:
+    first = _mcpexec("run", "examples/direct-code.yaml")
+    assert first.returncode == 0, first.stderr
+    assert "sandbox kernel: 4.4.0" in first.stdout and "[EMAIL_1] [IBAN_1]" in first.stdout
+    assert json.loads(first.stderr.strip().splitlines()[-1])["phase"] == "Succeeded"
+    saved = _mcpexec("run", "examples/skills-save.yaml")
+    assert saved.returncode == 0, saved.stderr
+    reused = _mcpexec("run", "examples/skills-reuse.yaml")
+    assert reused.returncode == 0, reused.stderr
+    assert "enterprise: ['Alice Martin']" in reused.stdout
+
+
+def test_pii_example_keeps_personal_data_out_of_the_sandbox() -> None:
+    done = _mcpexec("run", "examples/pii-roundtrip.yaml")
+    assert done.returncode == 0, done.stderr
+    assert "this code sees: [EMAIL_1] [PHONE_1] [CREDIT_CARD_1]" in done.stdout
+    assert "@example.com" not in done.stdout
+
+
+@pytest.mark.parametrize(
+    ("content", "expected"),
+    [
+        ("kind: AgentTask\nspec: [unclosed", "is not valid YAML"),
+        ("apiVersion: v1\nkind: ConfigMap\n", "exactly one AgentTask"),
+        (yaml.safe_dump(agenttask("x", code="1", prompt="2")), "exactly one of spec.prompt"),
+        (yaml.safe_dump(agenttask("x", mcpServers=["nope"])), "unknown MCP server(s) ['nope']"),
+    ],
+)
+def test_bad_input_gets_a_clear_error(tmp_path: Path, content: str, expected: str) -> None:
+    path = tmp_path / "task.yaml"
+    path.write_text(content)
+    done = _mcpexec("run", str(path))
+    assert done.returncode == 2
+    assert expected in done.stderr
+
+
+def test_no_runsc_means_no_run_unless_explicitly_unsafe(tmp_path: Path) -> None:
+    no_runsc = {"PATH": str(Path(sys.executable).parent)}
+    refused = _mcpexec("run", "examples/direct-code.yaml", env=no_runsc)
+    assert refused.returncode == 2
+    assert "runsc (gVisor) is not installed" in refused.stderr and "--unsafe-no-sandbox" in refused.stderr
+    unsafe = _mcpexec("run", "--unsafe-no-sandbox", "examples/direct-code.yaml", env=no_runsc)
+    assert unsafe.returncode == 0, unsafe.stderr
+    assert "WARNING: --unsafe-no-sandbox" in unsafe.stderr
+    assert json.loads(unsafe.stderr.strip().splitlines()[-1])["sandbox"] == "none (unsafe)"
