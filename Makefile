@@ -2,21 +2,27 @@
 PY := .venv/bin/python
 export PATH := $(CURDIR)/.venv/bin:$(PATH)
 
-.PHONY: install test test-unit test-local test-cluster lint bench demo e2e clean
+.PHONY: install install-local test test-unit test-local test-cluster lint bench demo clean
 
 install:
 	@bash tests/setup/install.sh
 
+install-local:
+	@bash tests/setup/install.sh local
+
 test: install lint
 	$(PY) -m pytest -q tests
 
-test-unit: install
-	$(PY) -m pytest -q tests -m "not cluster and not sandbox"
+test-unit: install-local
+	$(PY) -m pytest -q tests/unit tests/gateway
+
+test-local: install-local
+	$(PY) -m pytest -q tests/local
 
 test-cluster: install
-	$(PY) -m pytest -q tests -m cluster
+	$(PY) -m pytest -q tests/cluster
 
-lint: install
+lint: install-local
 	$(PY) -m ruff check mcpexec controller gateway runtime tests
 	$(PY) -m ruff format --check mcpexec controller gateway runtime tests
 	$(PY) -m mypy mcpexec controller gateway runtime
@@ -24,7 +30,7 @@ lint: install
 bench: install
 	$(PY) -m tests.bench
 
-demo: install
+demo: install-local
 	.venv/bin/mcpexec run examples/direct-code.yaml
 
 clean:

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # Installs everything the tests and the demo need on a fresh machine; idempotent, quiet when done.
+# `install.sh local` skips the control plane (what `mcpexec run` needs is enough for the demo).
 #   Debian: runsc (gVisor), redis-server, git   PyPI: the project (+dev) in .venv, the reference
 #   Python MCP servers in their own venv   npm: the reference MCP servers   Go: the control plane.
 set -euo pipefail
@@ -40,5 +41,7 @@ if [ ! -d tests/mcp-servers/node_modules/@modelcontextprotocol ]; then
   npm ci --prefix tests/mcp-servers --no-audit --no-fund --loglevel=error >/dev/null
 fi
 
-log "control plane binaries (built once, cached)"
-bash tests/cluster/build-control-plane.sh >/dev/null
+if [ "${1:-all}" = "all" ]; then
+  log "control plane binaries (built once, cached)"
+  bash tests/cluster/build-control-plane.sh >/dev/null
+fi
