@@ -12,11 +12,10 @@ from typing import Any
 
 from controller.naming import SKILLS_OWNER_LABEL, child_name, task_labels
 from controller.settings import OperatorSettings
-from mcpexec.agenttask import API_VERSION, AgentTaskSpec, SkillsSpec
+from mcpexec.agenttask import API_VERSION, SANDBOX_UID, AgentTaskSpec, SkillsSpec, runtime_task_config
 
 Manifest = dict[str, Any]
 
-RUNTIME_UID = 65534
 TOKEN_DIR = "/var/run/secrets/mcpexec"
 TASK_DIR = "/etc/mcpexec"
 TERMINATION_LOG = "/dev/termination-log"
@@ -61,17 +60,7 @@ def service_account(task: TaskRef) -> Manifest:
 
 def task_config(task: TaskRef, spec: AgentTaskSpec) -> Manifest:
     """What the runtime reads at start (docs/contracts.md: task.json)."""
-    config: dict[str, Any] = {
-        "namespace": task.namespace,
-        "name": task.name,
-        "uid": task.uid,
-        "mode": spec.mode,
-        "maxTurns": spec.max_turns,
-        "timeoutSeconds": spec.timeout_seconds,
-    }
-    for key, value in (("code", spec.code), ("prompt", spec.prompt), ("model", spec.model)):
-        if value is not None:
-            config[key] = value
+    config = runtime_task_config(task.namespace, task.name, task.uid, spec)
     return {
         "apiVersion": "v1",
         "kind": "ConfigMap",
@@ -179,8 +168,8 @@ def job(task: TaskRef, spec: AgentTaskSpec, settings: OperatorSettings) -> Manif
     """The sandboxed Job: one pod, no retries (tool calls may have side effects), a hard deadline."""
     security_context = {
         "runAsNonRoot": True,
-        "runAsUser": RUNTIME_UID,
-        "runAsGroup": RUNTIME_UID,
+        "runAsUser": SANDBOX_UID,
+        "runAsGroup": SANDBOX_UID,
         "allowPrivilegeEscalation": False,
         "readOnlyRootFilesystem": True,
         "privileged": False,
@@ -233,9 +222,9 @@ def job(task: TaskRef, spec: AgentTaskSpec, settings: OperatorSettings) -> Manif
                     "restartPolicy": "Never",
                     "securityContext": {
                         "runAsNonRoot": True,
-                        "runAsUser": RUNTIME_UID,
-                        "runAsGroup": RUNTIME_UID,
-                        "fsGroup": RUNTIME_UID,
+                        "runAsUser": SANDBOX_UID,
+                        "runAsGroup": SANDBOX_UID,
+                        "fsGroup": SANDBOX_UID,
                         "seccompProfile": {"type": "RuntimeDefault"},
                     },
                     "containers": [container],

@@ -24,6 +24,9 @@ ENTITY_NAME = r"^[A-Z][A-Z0-9_]*$"
 # A Kubernetes quantity (the API server's own grammar, simplified to what users write).
 QUANTITY = r"^([0-9]+(\.[0-9]+)?|\.[0-9]+)(m|k|M|G|T|P|E|Ki|Mi|Gi|Ti|Pi|Ei)?$"
 
+# The uid sandboxed code runs as, in the Job's pod and in `mcpexec run`'s gVisor sandbox alike.
+SANDBOX_UID = 65534
+
 # Children are named `mcpexec-<task>`; 48 keeps them and the Job's pods within DNS-1123 label limits.
 MAX_TASK_NAME = 48
 
@@ -255,3 +258,19 @@ class MCPServer(_Resource):
 def parse_agenttask(document: dict[str, Any]) -> AgentTask:
     """Validate one AgentTask document; raises pydantic.ValidationError with field paths."""
     return AgentTask.model_validate(document)
+
+
+def runtime_task_config(namespace: str, name: str, uid: str, spec: AgentTaskSpec) -> dict[str, Any]:
+    """The runtime's task.json (docs/contracts.md), the same from the operator and from `mcpexec run`."""
+    config: dict[str, Any] = {
+        "namespace": namespace,
+        "name": name,
+        "uid": uid,
+        "mode": spec.mode,
+        "maxTurns": spec.max_turns,
+        "timeoutSeconds": spec.timeout_seconds,
+    }
+    for key, value in (("code", spec.code), ("prompt", spec.prompt), ("model", spec.model)):
+        if value is not None:
+            config[key] = value
+    return config

@@ -18,10 +18,18 @@ from typing import Any
 
 from gateway.local import LocalGateway
 from gateway.settings import LLMUpstream
-from mcpexec.agenttask import AgentTask, MCPServerSpec
-from mcpexec.sandbox.base import RESULT_DIR, SKILLS, SOCKET_DIR, TASK_DIR, WORKSPACE, Completed, Sandbox, SandboxRun
+from mcpexec.agenttask import SANDBOX_UID, AgentTask, MCPServerSpec, runtime_task_config
+from mcpexec.sandbox.base import (
+    RESULT_DIR,
+    SKILLS,
+    SOCKET_DIR,
+    TASK_DIR,
+    WORKSPACE,
+    Completed,
+    Sandbox,
+    SandboxRun,
+)
 
-SANDBOX_UID = 65534
 SOCKET_NAME = "gateway.sock"
 
 
@@ -58,22 +66,6 @@ def _memory_bytes(task: AgentTask) -> int:
     return int(parse_quantity(task.spec.resources.limits.memory or "512Mi"))
 
 
-def _task_json(task: AgentTask) -> dict[str, Any]:
-    spec = task.spec
-    config: dict[str, Any] = {
-        "namespace": task.metadata.namespace,
-        "name": task.metadata.name,
-        "uid": task.metadata.uid or "",
-        "mode": spec.mode,
-        "maxTurns": spec.max_turns,
-        "timeoutSeconds": spec.timeout_seconds,
-    }
-    for key, value in (("code", spec.code), ("prompt", spec.prompt), ("model", spec.model)):
-        if value is not None:
-            config[key] = value
-    return config
-
-
 def _read_result(result_file: Path, completed: Completed) -> dict[str, Any]:
     if completed.timed_out:
         return {"phase": "TimedOut", "result": "", "error": "the task ran past its timeoutSeconds"}
@@ -105,7 +97,9 @@ def _prepare(task: AgentTask) -> RunPaths:
     run_dir = root / "runs" / f"{task.metadata.name}-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}"
     task_dir = run_dir / "task"
     task_dir.mkdir(parents=True)
-    (task_dir / "task.json").write_text(json.dumps(_task_json(task)))
+    (task_dir / "task.json").write_text(
+        json.dumps(runtime_task_config(task.metadata.namespace, task.metadata.name, task.metadata.uid or "", task.spec))
+    )
     skills = task.spec.skills
     # Unix socket paths are limited to ~100 bytes: the socket lives in a short temporary directory.
     socket_dir = Path(tempfile.mkdtemp(prefix="mcpexec-gw-"))

@@ -15,6 +15,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+from mcpexec.agenttask import SANDBOX_UID
 from mcpexec.sandbox.base import (
     RESULT_DIR,
     RUNTIME_PACKAGE,
@@ -28,7 +29,6 @@ from mcpexec.sandbox.base import (
     SandboxRun,
 )
 
-SANDBOX_UID = 65534
 SANDBOX_PYTHON = "/usr/bin/python3"
 HOST_READ_ONLY = ("/usr", "/lib", "/lib64", "/bin")
 

@@ -8,70 +8,22 @@ from __future__ import annotations
 
 import json
 import logging
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
 
 import pytest
 from pydantic import SecretStr
 
 from gateway.settings import Limits, LLMUpstream
 from tests.gateway.conftest import GatewayThread, demo_spec, make_task, start_gateway
+from tests.support.scripted_llm import ScriptedLLM
 
-
-class ScriptedLLM:
-    """Answers every chat completion with a fixed reply that contains PII; records what it was sent."""
-
-    REPLY = "Sure, I will write to carol@example.com and call +1 202-555-0143."
-
-    def __init__(self) -> None:
-        self.requests: list[tuple[dict[str, str], dict[str, Any]]] = []
-        llm = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:
-                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-                llm.requests.append((dict(self.headers), body))
-                answer = json.dumps(
-                    {
-                        "id": "chatcmpl-1",
-                        "object": "chat.completion",
-                        "model": body["model"],
-                        "choices": [
-                            {
-                                "index": 0,
-                                "finish_reason": "stop",
-                                "message": {"role": "assistant", "content": llm.REPLY},
-                            }
-                        ],
-                        "usage": {"prompt_tokens": 21, "completion_tokens": 13, "total_tokens": 34},
-                    }
-                ).encode()
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(answer)))
-                self.end_headers()
-                self.wfile.write(answer)
-
-            def log_message(self, *_args: object) -> None:
-                return None
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
-
-    def __enter__(self) -> ScriptedLLM:
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-        return self
-
-    def __exit__(self, *_exc: object) -> None:
-        self.server.shutdown()
+REPLY = "Sure, I will write to carol@example.com and call +1 202-555-0143."
 
 
 @pytest.fixture(scope="module")
 def llm() -> Iterator[ScriptedLLM]:
-    with ScriptedLLM() as server:
+    with ScriptedLLM([REPLY]) as server:
         yield server
 
 

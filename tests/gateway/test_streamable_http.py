@@ -3,7 +3,6 @@ gateway keeps working when that server dies and comes back."""
 
 from __future__ import annotations
 
-import socket
 import subprocess
 import sys
 import time
@@ -13,7 +12,7 @@ from pathlib import Path
 
 from mcpexec.agenttask import MCPServerSpec
 from tests.gateway.conftest import make_task, serving
-from tests.support.components import free_port
+from tests.support.components import free_port, wait_for_port
 
 GET = {"arguments": {"customer_id": "C002"}}
 
@@ -26,15 +25,7 @@ def demo_over_http(port: int) -> Iterator[None]:
         stderr=subprocess.DEVNULL,
     )
     try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                with socket.create_connection(("127.0.0.1", port), timeout=0.2):
-                    break
-            except OSError:
-                if proc.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError("demo server did not start") from None
-                time.sleep(0.05)
+        wait_for_port(port, proc, "demo server")
         yield
     finally:
         proc.terminate()

@@ -40,6 +40,19 @@ def reference_server_commands(filesystem_root: Path) -> dict[str, list[str]]:
     }
 
 
+def wait_for_port(port: int, proc: subprocess.Popen[bytes], what: str, timeout: float = 30) -> None:
+    """Until something accepts on 127.0.0.1:port; fails fast if `proc` dies first."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.2):
+                return
+        except OSError:
+            if proc.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"{what} did not start") from None
+            time.sleep(0.05)
+
+
 @contextmanager
 def redis_server() -> Iterator[str]:
     """A real redis-server on a free loopback port, no persistence; yields its URL."""
@@ -54,15 +67,7 @@ def redis_server() -> Iterator[str]:
             stderr=subprocess.STDOUT,
         )
         try:
-            deadline = time.monotonic() + 10
-            while True:
-                try:
-                    with socket.create_connection(("127.0.0.1", port), timeout=0.2):
-                        break
-                except OSError:
-                    if proc.poll() is not None or time.monotonic() > deadline:
-                        raise RuntimeError("redis-server did not start") from None
-                    time.sleep(0.05)
+            wait_for_port(port, proc, "redis-server", timeout=10)
             yield f"redis://127.0.0.1:{port}/0"
         finally:
             proc.terminate()
