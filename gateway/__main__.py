@@ -29,7 +29,7 @@ def _api_client() -> client.ApiClient:
 
 async def serve(settings: GatewaySettings) -> None:
     directory = KubeDirectory(_api_client())
-    servers = ClusterServers(directory, settings.servers_refresh_seconds)
+    servers = ClusterServers(directory, settings.servers_refresh_seconds, frozenset(settings.stdio_server_namespaces))
     await servers.refresh()
     core = GatewayCore(
         ClusterAuthenticator(directory, settings.audience),

@@ -15,14 +15,21 @@ from mcpexec.agenttask import MCPServer, MCPServerSpec
 log = logging.getLogger("mcpexec.gateway.servers")
 
 
-def servers_from_resources(items: list[dict[str, Any]]) -> dict[str, MCPServer]:
-    """Valid MCPServer resources by `namespace/name`; invalid ones are logged and left out."""
+def servers_from_resources(items: list[dict[str, Any]], stdio_namespaces: frozenset[str]) -> dict[str, MCPServer]:
+    """Valid MCPServer resources by `namespace/name`; invalid ones are logged and left out, and so are stdio
+    servers outside `stdio_namespaces`: whoever may create an MCPServer must not run commands in the gateway."""
     servers = {}
     for item in items:
         try:
             server = MCPServer.model_validate(item)
         except ValidationError as exc:
             log.warning("ignoring invalid MCPServer", extra={"metadata": item.get("metadata"), "error": str(exc)})
+            continue
+        if server.spec.transport == "stdio" and server.metadata.namespace not in stdio_namespaces:
+            log.warning(
+                "ignoring stdio MCPServer outside MCPEXEC_STDIO_SERVER_NAMESPACES",
+                extra={"metadata": item.get("metadata")},
+            )
             continue
         servers[f"{server.metadata.namespace}/{server.metadata.name}"] = server
     return servers
@@ -31,8 +38,9 @@ def servers_from_resources(items: list[dict[str, Any]]) -> dict[str, MCPServer]:
 class ClusterServers:
     """A snapshot of MCPServer specs and their secret-backed headers, refreshed in the background."""
 
-    def __init__(self, directory: KubeDirectory, refresh_seconds: float) -> None:
+    def __init__(self, directory: KubeDirectory, refresh_seconds: float, stdio_namespaces: frozenset[str]) -> None:
         self._directory = directory
+        self._stdio_namespaces = stdio_namespaces
         self._refresh_seconds = refresh_seconds
         self._specs: dict[str, MCPServerSpec] = {}
         self._headers: dict[str, dict[str, str]] = {}
@@ -44,7 +52,7 @@ class ClusterServers:
         return self._headers.get(key, {})
 
     def _load(self) -> tuple[dict[str, MCPServerSpec], dict[str, dict[str, str]]]:
-        servers = servers_from_resources(self._directory.mcp_servers())
+        servers = servers_from_resources(self._directory.mcp_servers(), self._stdio_namespaces)
         headers: dict[str, dict[str, str]] = {}
         for key, server in servers.items():
             resolved = {}

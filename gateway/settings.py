@@ -47,6 +47,12 @@ class GatewaySettings(BaseSettings):
         default=30.0,
         validation_alias=AliasChoices("MCPEXEC_GATEWAY_SERVERS_REFRESH_SECONDS", "servers_refresh_seconds"),
     )
+    # A stdio MCPServer is a command the gateway itself runs, next to the model keys and the PII vault:
+    # only namespaces trusted like the gateway's own may define one. Default: none (fail closed).
+    stdio_server_namespaces: list[str] = Field(
+        default_factory=list,
+        validation_alias=AliasChoices("MCPEXEC_STDIO_SERVER_NAMESPACES", "stdio_server_namespaces"),
+    )
 
     def llm(self) -> LLMUpstream | None:
         if self.llm_base_url is None:

@@ -103,6 +103,23 @@ def test_mcpserver_resources_are_keyed_by_namespace_and_invalid_ones_skipped() -
         "spec": {"transport": "streamableHttp", "url": "http://crm.team-a:8080/mcp"},
     }
     bad = {**good, "metadata": {"name": "broken", "namespace": "team-a"}, "spec": {"transport": "stdio"}}
-    servers = servers_from_resources([good, bad])
+    servers = servers_from_resources([good, bad], frozenset())
     assert list(servers) == ["team-a/crm"]
     assert servers["team-a/crm"].spec.url == "http://crm.team-a:8080/mcp"
+
+
+def test_stdio_servers_only_from_trusted_namespaces() -> None:
+    """A stdio MCPServer runs its command inside the gateway: only trusted namespaces may define one."""
+
+    def stdio(namespace: str) -> dict[str, Any]:
+        return {
+            "apiVersion": "mcpexec.dev/v1alpha1",
+            "kind": "MCPServer",
+            "metadata": {"name": "tools", "namespace": namespace},
+            "spec": {"transport": "stdio", "command": ["mcp-server-time"]},
+        }
+
+    assert servers_from_resources([stdio("team-a"), stdio("platform")], frozenset()) == {}
+    assert list(servers_from_resources([stdio("team-a"), stdio("platform")], frozenset({"platform"}))) == [
+        "platform/tools"
+    ]
