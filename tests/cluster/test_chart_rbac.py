@@ -1,0 +1,113 @@
+"""The chart's RBAC is enough: the operator and the gateway, run with exactly the ServiceAccounts and
+ClusterRoles the chart renders, do their work against the real API server (and no more is granted)."""
+
+from __future__ import annotations
+
+import asyncio
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import yaml
+from kubernetes import client, config
+from kubernetes.client.exceptions import ApiException
+
+from gateway.cluster_auth import ClusterAuthenticator
+from gateway.kube import KubeDirectory
+from tests.cluster.kube import create_task, task_status, wait_for
+from tests.support.chart import render
+from tests.support.components import REPO, free_port
+from tests.support.control_plane import ControlPlane
+from tests.support.malformed import agenttask
+
+RELEASE_NAMESPACE = "mcpexec-system"
+
+
+def _apply_chart_rbac() -> None:
+    """The chart's ServiceAccounts, ClusterRoles and ClusterRoleBindings, created as rendered."""
+    try:
+        client.CoreV1Api().create_namespace({"metadata": {"name": RELEASE_NAMESPACE}})
+    except ApiException as exc:
+        if exc.status != 409:
+            raise
+    rbac, core = client.RbacAuthorizationV1Api(), client.CoreV1Api()
+    create = {
+        "ServiceAccount": lambda d: core.create_namespaced_service_account(RELEASE_NAMESPACE, d),
+        "ClusterRole": rbac.create_cluster_role,
+        "ClusterRoleBinding": rbac.create_cluster_role_binding,
+    }
+    for doc in render():
+        if doc["kind"] in create:
+            try:
+                create[doc["kind"]](doc)
+            except ApiException as exc:
+                if exc.status != 409:
+                    raise
+
+
+def _kubeconfig_for(cluster: ControlPlane, service_account: str, path: Path) -> Path:
+    token = (
+        client.CoreV1Api()
+        .create_namespaced_service_account_token(
+            service_account, RELEASE_NAMESPACE, {"spec": {"expirationSeconds": 3600}}
+        )
+        .status.token
+    )
+    admin = yaml.safe_load(cluster.kubeconfig.read_text())
+    admin["users"] = [{"name": "admin", "user": {"token": token}}]
+    path.write_text(yaml.safe_dump(admin))
+    return path
+
+
+def test_operator_works_with_the_charts_rbac_only(cluster: ControlPlane, namespace: str, tmp_path: Path) -> None:
+    _apply_chart_rbac()
+    kubeconfig = _kubeconfig_for(cluster, "rel-mcpexec-operator", tmp_path / "operator.kubeconfig")
+    env = {
+        **cluster.env(),
+        "KUBECONFIG": str(kubeconfig),
+        "MCPEXEC_LIVENESS_ENDPOINT": f"http://127.0.0.1:{free_port()}/healthz",
+        "MCPEXEC_METRICS_PORT": "0",
+    }
+    log = tmp_path / "operator.log"
+    with log.open("wb") as out:
+        proc = subprocess.Popen([sys.executable, "-m", "controller"], cwd=REPO, env=env, stdout=out, stderr=out)
+        try:
+            create_task(namespace, agenttask("rbac", skills={"owner": "team"}))
+            status = wait_for(
+                lambda: task_status(namespace, "rbac").get("jobName") and task_status(namespace, "rbac"),
+                90,
+                "task accepted under chart RBAC",
+            )
+        finally:
+            proc.terminate()
+            proc.wait(timeout=30)
+    assert status["phase"] in ("Pending", "Running")
+    text = log.read_text()
+    assert "403" not in text and "Forbidden" not in text, text[-3000:]
+
+
+def test_gateway_resolves_tokens_with_the_charts_rbac_only(
+    cluster: ControlPlane, namespace: str, tmp_path: Path, operator: Any
+) -> None:
+    _apply_chart_rbac()
+    create_task(namespace, agenttask("caller"))
+    wait_for(lambda: task_status(namespace, "caller").get("jobName"), 60, "task accepted")
+    task_token = (
+        client.CoreV1Api()
+        .create_namespaced_service_account_token(
+            "mcpexec-caller", namespace, {"spec": {"audiences": ["mcpexec-gateway"], "expirationSeconds": 600}}
+        )
+        .status.token
+    )
+    kubeconfig = _kubeconfig_for(cluster, "rel-mcpexec-gateway", tmp_path / "gateway.kubeconfig")
+    directory = KubeDirectory(config.new_client_from_config(config_file=str(kubeconfig)))
+    context = asyncio.run(ClusterAuthenticator(directory, "mcpexec-gateway", cache_seconds=0).authenticate(task_token))
+    assert context.task.task_id == f"{namespace}/caller"
+    # And nothing beyond: the gateway cannot read Secrets unless headerSecrets is on.
+    try:
+        directory.secret_value(namespace, "anything", "key")
+    except ApiException as exc:
+        assert exc.status == 403
+    else:
+        raise AssertionError("the gateway could read Secrets")
