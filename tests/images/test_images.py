@@ -1,0 +1,64 @@
+"""The three images, built here without Docker or a registry (images/build-rootfs.sh), really run."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from collections.abc import Iterator
+
+import pytest
+
+from tests.support.components import CACHE_ROOT, REPO
+
+IMAGES = CACHE_ROOT / "images"
+CHECK = (
+    "import os, importlib.util as u; print(os.getuid(), u.find_spec('pip') is None, "
+    "u.find_spec('controller') is not None and bool(__import__('controller.handlers')) "
+    "and bool(__import__('gateway.__main__')))"
+)
+
+
+@pytest.fixture(scope="module")
+def built() -> None:
+    done = subprocess.run(["bash", str(REPO / "images" / "build-rootfs.sh")], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-3000:]
+
+
+@pytest.fixture
+def container(request: pytest.FixtureRequest, built: None) -> Iterator[str]:
+    archive = IMAGES / f"{request.param}-0.1.0.tar"
+    name = subprocess.run(
+        ["buildah", "from", "-q", f"docker-archive:{archive}"], capture_output=True, text=True, check=True
+    ).stdout.strip()
+    yield name
+    subprocess.run(["buildah", "rm", name], capture_output=True, check=False)
+
+
+def _inspect(container: str) -> dict[str, object]:
+    out = subprocess.run(["buildah", "inspect", container], capture_output=True, text=True, check=True).stdout
+    config: dict[str, object] = json.loads(out)["OCIv1"]["config"]
+    return config
+
+
+def _run(container: str) -> list[str]:
+    done = subprocess.run(
+        ["buildah", "run", "--isolation", "chroot", container, "--", "python3", "-c", CHECK],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    return done.stdout.split()
+
+
+@pytest.mark.parametrize(
+    ("container", "entry", "has_app"),
+    [("runtime", "runtime", "False"), ("controller", "controller", "True"), ("gateway", "gateway", "True")],
+    indirect=["container"],
+)
+def test_image_runs_as_nobody_without_an_installer(container: str, entry: str, has_app: str) -> None:
+    config = _inspect(container)
+    assert config["User"] == "65534:65534"
+    assert config["Entrypoint"] == ["python3", "-m", entry]
+    uid, no_pip, app = _run(container)
+    assert (uid, no_pip, app) == ("65534", "True", has_app)
