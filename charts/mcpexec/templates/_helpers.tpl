@@ -37,3 +37,27 @@ capabilities:
 seccompProfile:
   type: RuntimeDefault
 {{- end -}}
+
+{{/* REDIS_URL of the gateway: the bundled Redis (password from its Secret), or exactly one external source. */}}
+{{- define "mcpexec.redisEnv" -}}
+{{- $external := .Values.redis.external -}}
+{{- if .Values.redis.enabled -}}
+{{- if or $external.url $external.secretName -}}
+{{- fail "redis.external.* is set but redis.enabled is true: set redis.enabled=false to use an external Redis" -}}
+{{- end -}}
+- name: REDIS_PASSWORD
+  valueFrom:
+    secretKeyRef: {name: {{ include "mcpexec.fullname" . }}-redis, key: password}
+- {name: REDIS_URL, value: {{ printf "redis://:$(REDIS_PASSWORD)@%s-redis:6379/0" (include "mcpexec.fullname" .) | quote }}}
+{{- else if and $external.url $external.secretName -}}
+{{- fail "set only one of redis.external.url and redis.external.secretName" -}}
+{{- else if $external.secretName -}}
+- name: REDIS_URL
+  valueFrom:
+    secretKeyRef: {name: {{ $external.secretName }}, key: {{ $external.secretKey }}}
+{{- else if $external.url -}}
+- {name: REDIS_URL, value: {{ $external.url | quote }}}
+{{- else -}}
+{{- fail "redis.enabled is false: set redis.external.secretName (a Secret holding the URL) or redis.external.url" -}}
+{{- end -}}
+{{- end -}}
