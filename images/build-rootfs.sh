@@ -1,71 +1,122 @@
 #!/usr/bin/env bash
-# Builds the three images WITHOUT Docker and without a registry (none is reachable here): a Debian
-# bookworm rootfs with python3 from debootstrap (cached outside the work tree), the project added on
-# top, committed with buildah to docker-archive tarballs that `ctr images import` or `podman load` take.
+# Builds the three images WITHOUT Docker and without a registry (none is reachable here), from Debian
+# packages and PyPI only:
+#   1. debootstrap a bookworm rootfs with python3 and pip (cached; only used to build);
+#   2. copy out of it the files of python3's package closure (images/slim_rootfs.py; cached): no shell,
+#      no apt, no pip; stdlib precompiled;
+#   3. per image, add the runtime package (runtime) or the project installed with its dependencies by the
+#      image's own python3 (controller, gateway), check that the entry module imports as uid 65534,
+#      and commit with buildah to a docker-archive that `ctr -n k8s.io images import` or `podman load` take.
 #   images/build-rootfs.sh [runtime|controller|gateway ...]      (default: all three)
-# Output: $MCPEXEC_CACHE/images/<name>-<version>.tar
+# Output: $MCPEXEC_CACHE/images/<name>-<version>.tar, tagged mcpexec/<name>:<version>.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 CACHE_ROOT="${MCPEXEC_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/mcpexec}"
 VERSION="$(sed -n 's/^version = "\(.*\)"/\1/p' pyproject.toml | head -1)"
-BASE="$CACHE_ROOT/rootfs/bookworm-python3-pip"
+SUITE=bookworm
+BASE="$CACHE_ROOT/rootfs/$SUITE-python3-pip"
+SLIM="$CACHE_ROOT/rootfs/$SUITE-python3-slim"
 OUT="$CACHE_ROOT/images"
 log() { printf '[images] %s\n' "$*" >&2; }
 
-for tool in debootstrap buildah; do
-  command -v "$tool" >/dev/null || { export DEBIAN_FRONTEND=noninteractive; apt-get install -y -qq "$tool" >/dev/null; }
+targets=("$@"); [ ${#targets[@]} -gt 0 ] || targets=(runtime controller gateway)
+for target in "${targets[@]}"; do
+  case "$target" in runtime|controller|gateway) ;; *) echo "unknown image: $target (runtime|controller|gateway)" >&2; exit 2 ;; esac
 done
 
+missing=()
+for tool in debootstrap buildah; do command -v "$tool" >/dev/null || missing+=("$tool"); done
+if [ ${#missing[@]} -gt 0 ]; then
+  log "apt-get install ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq >/dev/null
+  apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
 if [ ! -x "$BASE/usr/bin/python3" ]; then
-  log "debootstrap bookworm (minbase + python3, pip) into $BASE"
+  log "debootstrap $SUITE (minbase + python3, pip) into $BASE"
   rm -rf "$BASE.tmp" && mkdir -p "$BASE.tmp"
-  debootstrap --variant=minbase --include=python3,python3-pip,ca-certificates bookworm "$BASE.tmp" >/dev/null
+  debootstrap --variant=minbase --include=python3,python3-pip,ca-certificates "$SUITE" "$BASE.tmp" >/dev/null
   rm -rf "$BASE.tmp"/var/cache/apt/archives/*.deb "$BASE.tmp"/var/lib/apt/lists/*
   mv "$BASE.tmp" "$BASE"
 fi
 
-mkdir -p "$OUT"
+if [ ! -x "$SLIM/usr/bin/python3" ]; then
+  log "python3's package closure from $BASE into $SLIM"
+  rm -rf "$SLIM.tmp"
+  python3 images/slim_rootfs.py "$BASE" "$SLIM.tmp" >/dev/null
+  # Read-only root filesystems: bytecode compiled now, or on every start.
+  chroot "$SLIM.tmp" /usr/bin/python3 -m compileall -q /usr/lib/python3.11 >/dev/null
+  mv "$SLIM.tmp" "$SLIM"
+fi
+
+work="$(mktemp -d)"
+ctr=""
+cleanup() {
+  [ -z "$ctr" ] || buildah rm "$ctr" >/dev/null 2>&1 || true
+  rm -rf "$work" "$BASE/tmp/mcpexec-build"
+}
+trap cleanup EXIT
+
+# The project and its dependencies, installed once per run by the image's own python3 and pip, so that
+# environment markers resolve for the image's Python (redis needs async-timeout below 3.11.3: bookworm
+# has 3.11.2). pip inside the chroot reaches the package index with this machine's DNS and CA bundle.
+app_site() {
+  [ ! -d "$work/site" ] || return 0
+  log "the project and its dependencies (pip in $SUITE's python3)"
+  mkdir -p "$work/src"
+  cp -r pyproject.toml README.md mcpexec controller gateway runtime "$work/src/"
+  find "$work/src" -name __pycache__ -prune -exec rm -rf {} +
+  local stage="$BASE/tmp/mcpexec-build"
+  rm -rf "$stage" && mkdir -p "$stage/wheels"
+  .venv/bin/pip wheel -q --no-deps -w "$stage/wheels" "$work/src" >/dev/null
+  local wheel; wheel="$(cd "$stage/wheels" && echo mcpexec-*.whl)"
+  cp "${PIP_CERT:-/etc/ssl/certs/ca-certificates.crt}" "$stage/ca.crt"
+  cp /etc/resolv.conf "$BASE/etc/resolv.conf"
+  # A clean environment: the host's CA variables (REQUESTS_CA_BUNDLE...) name files of the host, not of the root.
+  local passed=() var
+  for var in PIP_INDEX_URL PIP_EXTRA_INDEX_URL PIP_DEFAULT_TIMEOUT http_proxy https_proxy no_proxy; do
+    [ -z "${!var:-}" ] || passed+=("$var=${!var}")
+  done
+  env -i PATH=/usr/bin HOME=/root PIP_CERT=/tmp/mcpexec-build/ca.crt PIP_NO_CACHE_DIR=1 \
+    PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_ROOT_USER_ACTION=ignore "${passed[@]}" \
+    "$(command -v chroot)" "$BASE" python3 -m pip install -q --no-compile --target /tmp/mcpexec-build/site "/tmp/mcpexec-build/wheels/$wheel"
+  rm -f "$BASE/etc/resolv.conf"
+  rm -rf "$stage/site/bin"  # console scripts with a shebang for the build root: the images use python3 -m
+  mv "$stage/site" "$work/site"
+  rm -rf "$stage"
+}
+
 build() {
-  local name="$1" entry="$2" with_deps="$3"
-  local ctr tar="$OUT/$name-$VERSION.tar"
+  local name="$1" started=$SECONDS
+  local tar="$OUT/$name-$VERSION.tar"
   log "$name -> $tar"
   ctr="$(buildah from scratch)"
   local mnt; mnt="$(buildah mount "$ctr")"
-  cp -a "$BASE/." "$mnt/"
+  cp -a "$SLIM/." "$mnt/"
   mkdir -p "$mnt/opt/mcpexec" "$mnt/workspace" "$mnt/skills"
-  if [ "$with_deps" = yes ]; then
-    # The project and its dependencies installed by the image's own python3 and pip, so environment
-    # markers (redis needs async-timeout below 3.11.3: Debian has 3.11.2) resolve for the image.
-    mkdir -p "$mnt/tmp/wheels"
-    .venv/bin/pip wheel -q --no-deps -w "$mnt/tmp/wheels" . >/dev/null
-    # The build trusts what this machine trusts (its CA bundle) to reach the package index.
-    cp /etc/resolv.conf "$mnt/etc/resolv.conf"
-    cp "${PIP_CERT:-/etc/ssl/certs/ca-certificates.crt}" "$mnt/tmp/host-ca.crt"
-    env -u PIP_FIND_LINKS PIP_CERT=/tmp/host-ca.crt SSL_CERT_FILE=/tmp/host-ca.crt \
-      REQUESTS_CA_BUNDLE=/tmp/host-ca.crt PIP_BREAK_SYSTEM_PACKAGES=1 chroot "$mnt" sh -c \
-      'python3 -m pip install -q --no-compile --no-cache-dir --target /opt/mcpexec /tmp/wheels/*.whl' >/dev/null
-    rm -rf "$mnt/tmp/wheels" "$mnt/tmp/host-ca.crt" "$mnt/etc/resolv.conf"
+  if [ "$name" = runtime ]; then
+    # Standard library only (docs/contracts.md): the sandbox gets python3 and this package, nothing else.
+    cp -r runtime "$mnt/opt/mcpexec/runtime"
+    find "$mnt/opt/mcpexec" -name __pycache__ -prune -exec rm -rf {} +
   else
-    cp -a runtime "$mnt/opt/mcpexec/runtime"
+    app_site
+    cp -a "$work/site/." "$mnt/opt/mcpexec/"
   fi
-  # No installer left in any image.
-  rm -rf "$mnt"/usr/lib/python3/dist-packages/pip "$mnt"/usr/bin/pip*
+  chroot "$mnt" /usr/bin/python3 -m compileall -q /opt/mcpexec >/dev/null
   chown 65534:65534 "$mnt/workspace" "$mnt/skills"
+  # The image must start as the user it runs as: import the entry module as nobody.
+  env -i PATH=/usr/bin PYTHONPATH=/opt/mcpexec "$(command -v chroot)" --userspec=65534:65534 "$mnt" /usr/bin/python3 -c "import $name.__main__"
   buildah umount "$ctr" >/dev/null
-  buildah config --user 65534:65534 --workingdir /workspace --env PYTHONPATH=/opt/mcpexec \
-    --env PYTHONDONTWRITEBYTECODE=1 --entrypoint "[\"python3\", \"-m\", \"$entry\"]" "$ctr"
+  buildah config --user 65534:65534 --workingdir /workspace \
+    --env PATH=/usr/bin --env PYTHONPATH=/opt/mcpexec --env PYTHONDONTWRITEBYTECODE=1 --env PYTHONUNBUFFERED=1 \
+    --entrypoint "[\"python3\", \"-m\", \"$name\"]" \
+    --label org.opencontainers.image.version="$VERSION" "$ctr"
   rm -f "$tar"
-  buildah commit -q "$ctr" "docker-archive:$tar:mcpexec/$name:$VERSION" >/dev/null
-  buildah rm "$ctr" >/dev/null
+  buildah commit -q --rm "$ctr" "docker-archive:$tar:mcpexec/$name:$VERSION" >/dev/null
+  ctr=""
+  log "$name: $(du -h "$tar" | cut -f1) in $((SECONDS - started)) s"
 }
 
-targets=("$@"); [ ${#targets[@]} -gt 0 ] || targets=(runtime controller gateway)
-for target in "${targets[@]}"; do
-  case "$target" in
-    runtime) build runtime runtime no ;;
-    controller) build controller controller yes ;;
-    gateway) build gateway gateway yes ;;
-    *) echo "unknown image $target" >&2; exit 2 ;;
-  esac
-done
-ls -la "$OUT"
+mkdir -p "$OUT"
+for target in "${targets[@]}"; do build "$target"; done
