@@ -20,10 +20,11 @@ from gateway.local import LocalGateway
 from gateway.settings import LLMUpstream
 from mcpexec.agenttask import SANDBOX_UID, AgentTask, MCPServerSpec, runtime_task_config
 from mcpexec.sandbox.base import (
-    RESULT_DIR,
+    RESULT_FILE,
     SKILLS,
     SOCKET_DIR,
     TASK_DIR,
+    TMP_DIR,
     WORKSPACE,
     Completed,
     Sandbox,
@@ -85,7 +86,6 @@ def _read_result(result_file: Path, completed: Completed) -> dict[str, Any]:
 @dataclass(frozen=True)
 class RunPaths:
     workspace: Path
-    result_dir: Path
     task_dir: Path
     skills: Path
     socket: Path
@@ -104,9 +104,10 @@ def _prepare(task: AgentTask) -> RunPaths:
     # Unix socket paths are limited to ~100 bytes: the socket lives in a short temporary directory.
     socket_dir = Path(tempfile.mkdtemp(prefix="mcpexec-gw-"))
     socket_dir.chmod(0o755)
+    workspace = _writable_by_sandbox(run_dir / "workspace")
+    _writable_by_sandbox(workspace / Path(TMP_DIR).relative_to(WORKSPACE))
     return RunPaths(
-        workspace=_writable_by_sandbox(run_dir / "workspace"),
-        result_dir=_writable_by_sandbox(run_dir / "result"),
+        workspace=workspace,
         task_dir=task_dir,
         skills=_writable_by_sandbox(root / "skills" / skills.owner if skills else run_dir / "skills"),
         socket=socket_dir / SOCKET_NAME,
@@ -135,12 +136,11 @@ async def run_task(
             skills_read_only=bool(task.spec.skills and task.spec.skills.read_only),
             task_dir=paths.task_dir,
             socket_dir=paths.socket.parent,
-            result_dir=paths.result_dir,
             env={
                 "MCPEXEC_GATEWAY_URL": f"unix://{SOCKET_DIR}/{SOCKET_NAME}",
                 "MCPEXEC_TOKEN": token,
                 "MCPEXEC_TASK_FILE": f"{TASK_DIR}/task.json",
-                "MCPEXEC_RESULT_FILE": f"{RESULT_DIR}/result.json",
+                "MCPEXEC_RESULT_FILE": RESULT_FILE,
                 "MCPEXEC_WORKSPACE": WORKSPACE,
                 "MCPEXEC_SKILLS": SKILLS,
             },
@@ -152,7 +152,7 @@ async def run_task(
     finally:
         await gateway.stop()
         shutil.rmtree(paths.socket.parent, ignore_errors=True)
-    result = _read_result(paths.result_dir / "result.json", completed)
+    result = _read_result(paths.workspace / Path(RESULT_FILE).relative_to(WORKSPACE), completed)
     # The gateway counted the calls it served; the sandbox's own count cannot inflate or hide them.
     return LocalOutcome(
         phase=str(result.get("phase", "Failed")),

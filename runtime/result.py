@@ -46,4 +46,5 @@ def write(path: Path, result: Result, full_output: str, workspace: Path) -> None
     """The bounded JSON to `path`; everything printed, uncut, to <workspace>/output.log."""
     with contextlib.suppress(OSError):  # a full or read-only workspace must not lose the result itself
         (workspace / "output.log").write_text(full_output)
+    path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(result.encode())

@@ -12,10 +12,12 @@ RUNTIME_PACKAGE = Path(runtime.__file__).resolve().parent
 
 # Where things are inside the sandbox (the same layout as the Kubernetes Job's pod).
 WORKSPACE = "/workspace"
+# Inside the workspace, so /workspace and /skills stay the only writable places.
+RESULT_FILE = f"{WORKSPACE}/.mcpexec/result.json"
+TMP_DIR = f"{WORKSPACE}/.tmp"
 SKILLS = "/skills"
 TASK_DIR = "/etc/mcpexec"
 SOCKET_DIR = "/run/mcpexec"
-RESULT_DIR = "/run/mcpexec-result"
 RUNTIME_PARENT = "/opt/mcpexec"
 
 
@@ -32,7 +34,6 @@ class SandboxRun:
     skills_read_only: bool
     task_dir: Path
     socket_dir: Path
-    result_dir: Path
     env: dict[str, str]
     timeout_seconds: float
     memory_bytes: int

@@ -7,7 +7,6 @@ import subprocess
 import sys
 
 from mcpexec.sandbox.base import (
-    RESULT_DIR,
     RUNTIME_PACKAGE,
     SKILLS,
     SOCKET_DIR,
@@ -27,7 +26,6 @@ class UnsafeProcessSandbox:
             SKILLS: str(run.skills),
             TASK_DIR: str(run.task_dir),
             SOCKET_DIR: str(run.socket_dir),
-            RESULT_DIR: str(run.result_dir),
         }
         env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "PYTHONPATH": str(RUNTIME_PACKAGE.parent)}
         for key, value in run.env.items():

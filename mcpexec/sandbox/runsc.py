@@ -17,12 +17,12 @@ from typing import Any
 
 from mcpexec.agenttask import SANDBOX_UID
 from mcpexec.sandbox.base import (
-    RESULT_DIR,
     RUNTIME_PACKAGE,
     RUNTIME_PARENT,
     SKILLS,
     SOCKET_DIR,
     TASK_DIR,
+    TMP_DIR,
     WORKSPACE,
     Completed,
     SandboxError,
@@ -48,17 +48,17 @@ def oci_config(run: SandboxRun) -> dict[str, Any]:
     mounts: list[dict[str, Any]] = [
         {"destination": "/proc", "type": "proc", "source": "proc"},
         {"destination": "/dev", "type": "tmpfs", "source": "tmpfs", "options": ["nosuid", "noexec", "size=1m"]},
-        {"destination": "/tmp", "type": "tmpfs", "source": "tmpfs", "options": ["nosuid", "nodev", "size=64m"]},
+        # gVisor gives /tmp a writable tmpfs unless told otherwise: TMPDIR lives in the workspace instead.
+        {"destination": "/tmp", "type": "tmpfs", "source": "tmpfs", "options": ["ro", "nosuid", "nodev", "noexec"]},
         *(_bind(path, path, True) for path in HOST_READ_ONLY if Path(path).exists()),
         _bind(RUNTIME_PACKAGE, f"{RUNTIME_PARENT}/runtime", True),
         _bind(run.task_dir, TASK_DIR, True),
         _bind(run.socket_dir, SOCKET_DIR, True),
-        _bind(run.result_dir, RESULT_DIR, False),
         _bind(run.workspace, WORKSPACE, False),
         _bind(run.skills, SKILLS, run.skills_read_only),
         *(_bind(src, dst, True) for src, dst in run.extra_binds),
     ]
-    env = {"PATH": "/usr/bin:/bin", "HOME": WORKSPACE, "TMPDIR": "/tmp", "PYTHONPATH": RUNTIME_PARENT, **run.env}
+    env = {"PATH": "/usr/bin:/bin", "HOME": WORKSPACE, "TMPDIR": TMP_DIR, "PYTHONPATH": RUNTIME_PARENT, **run.env}
     return {
         "ociVersion": "1.0.0",
         "process": {

@@ -36,7 +36,7 @@ def _first_output_seconds(argv: list[str]) -> float:
 
 
 def _runsc_once(tmp: Path) -> float:
-    dirs = {name: tmp / name for name in ("workspace", "skills", "task", "sock", "result")}
+    dirs = {name: tmp / name for name in ("workspace", "skills", "task", "sock")}
     for path in dirs.values():
         path.mkdir(exist_ok=True)
     run = SandboxRun(
@@ -45,7 +45,6 @@ def _runsc_once(tmp: Path) -> float:
         skills_read_only=False,
         task_dir=dirs["task"],
         socket_dir=dirs["sock"],
-        result_dir=dirs["result"],
         env={},
         timeout_seconds=30,
         memory_bytes=512 << 20,

@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import redis
 import yaml
 from pydantic import SecretStr
 
@@ -21,7 +22,7 @@ from gateway.settings import LLMUpstream
 from mcpexec.agenttask import MCPServerSpec, parse_agenttask
 from mcpexec.local_run import run_task
 from mcpexec.sandbox.runsc import RunscSandbox
-from tests.support.components import REPO
+from tests.support.components import REPO, redis_server
 from tests.support.malformed import agenttask
 from tests.support.scripted_llm import ScriptedLLM
 
@@ -130,3 +131,13 @@ def test_no_runsc_means_no_run_unless_explicitly_unsafe(tmp_path: Path) -> None:
     assert unsafe.returncode == 0, unsafe.stderr
     assert "WARNING: --unsafe-no-sandbox" in unsafe.stderr
     assert json.loads(unsafe.stderr.strip().splitlines()[-1])["sandbox"] == "none (unsafe)"
+
+
+def test_redis_vault_when_redis_url_is_set() -> None:
+    with redis_server() as url:
+        done = _mcpexec("run", "examples/pii-roundtrip.yaml", env={"REDIS_URL": url})
+        assert done.returncode == 0, done.stderr
+        assert "this code sees: [EMAIL_1]" in done.stdout
+        keys = redis.Redis.from_url(url).keys("mcpexec:pii:*")
+    assert keys, "the task's token mappings live in the Redis vault"
+    assert all(b"default/pii-roundtrip" in key for key in keys)

@@ -41,7 +41,8 @@ print(sorted(i[1] for i in socket.if_nameindex()))
 
 def test_only_workspace_and_skills_are_writable(demo_servers: dict[str, MCPServerSpec]) -> None:
     code = """
-for path in ["/etc/passwd-x", "/usr/x", "/x", "/opt/mcpexec/runtime/x.py", "/etc/mcpexec/task.json", "/run/mcpexec/x"]:
+for path in ["/etc/passwd-x", "/usr/x", "/x", "/opt/mcpexec/runtime/x.py", "/etc/mcpexec/task.json", "/run/mcpexec/x",
+             "/tmp/x", "/dev/shm/x"]:
     try:
         open(path, "w").write("pwned")
         print("WROTE", path)
@@ -54,7 +55,7 @@ print("workspace and skills writable")
     outcome = run_code(code, demo_servers)
     assert outcome.phase == "Succeeded", outcome.error
     assert "WROTE" not in outcome.result
-    assert outcome.result.count("denied") == 6
+    assert outcome.result.count("denied") == 8
     assert "workspace and skills writable" in outcome.result
     assert (outcome.workspace / "ok.txt").read_text() == "fine"
 
