@@ -1,0 +1,72 @@
+"""`helm install`, `helm upgrade` and `helm uninstall` of the chart against a real kube-apiserver.
+
+The API server admits every object as rendered (schemas, RBAC escalation checks, CRDs); the generated
+Redis password survives an upgrade; uninstalling removes the release and leaves the CRDs (and so every
+AgentTask) in place. No kubelet: pods are not started here (that is the e2e tier).
+"""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from kubernetes import client, config
+from kubernetes.client.exceptions import ApiException
+
+from tests.support.chart import CHART, helm
+from tests.support.control_plane import control_plane
+
+NAMESPACE = "mcpexec-system"
+
+
+@pytest.fixture(scope="module")
+def kubeconfig() -> Iterator[Path]:
+    with control_plane(with_controller_manager=False) as cp:
+        config.load_kube_config(config_file=str(cp.kubeconfig))
+        yield cp.kubeconfig
+
+
+def _helm(kubeconfig: Path, *args: str) -> str:
+    done = helm(*args, "--kubeconfig", str(kubeconfig), "--namespace", NAMESPACE)
+    assert done.returncode == 0, done.stdout + done.stderr
+    return done.stdout
+
+
+def _redis_password() -> bytes:
+    secret = client.CoreV1Api().read_namespaced_secret("mcpexec-redis", NAMESPACE)
+    return base64.b64decode(secret.data["password"])
+
+
+def test_install_upgrade_uninstall(kubeconfig: Path) -> None:
+    _helm(kubeconfig, "install", "mcpexec", str(CHART), "--create-namespace", "--set", "runtimeClass.create=true")
+    apps, core = client.AppsV1Api(), client.CoreV1Api()
+    deployments = {d.metadata.name: d for d in apps.list_namespaced_deployment(NAMESPACE).items}
+    assert set(deployments) == {"mcpexec-operator", "mcpexec-gateway", "mcpexec-redis"}
+    assert {s.metadata.name for s in core.list_namespaced_service(NAMESPACE).items} == {
+        "mcpexec-gateway",
+        "mcpexec-redis",
+    }
+    policies = client.NetworkingV1Api().list_namespaced_network_policy(NAMESPACE).items
+    assert {p.metadata.name for p in policies} == {"mcpexec-operator", "mcpexec-gateway", "mcpexec-redis"}
+    assert client.PolicyV1Api().read_namespaced_pod_disruption_budget("mcpexec-gateway", NAMESPACE)
+    assert client.NodeV1Api().read_runtime_class("gvisor").handler == "runsc"
+    crds = client.ApiextensionsV1Api().list_custom_resource_definition().items
+    assert {c.metadata.name for c in crds} >= {"agenttasks.mcpexec.dev", "mcpservers.mcpexec.dev"}
+    password = _redis_password()
+    assert len(password) == 32
+
+    _helm(kubeconfig, "upgrade", "mcpexec", str(CHART), "--reuse-values", "--set", "gateway.replicas=3")
+    assert apps.read_namespaced_deployment("mcpexec-gateway", NAMESPACE).spec.replicas == 3
+    assert _redis_password() == password, "the vault's password changed on upgrade"
+    assert "STATUS: deployed" in _helm(kubeconfig, "status", "mcpexec")
+
+    _helm(kubeconfig, "uninstall", "mcpexec")
+    assert not apps.list_namespaced_deployment(NAMESPACE).items
+    for role in ("mcpexec-operator", "mcpexec-gateway"):
+        with pytest.raises(ApiException) as gone:
+            client.RbacAuthorizationV1Api().read_cluster_role(role)
+        assert gone.value.status == 404
+    remaining = {c.metadata.name for c in client.ApiextensionsV1Api().list_custom_resource_definition().items}
+    assert {"agenttasks.mcpexec.dev", "mcpservers.mcpexec.dev"} <= remaining
