@@ -1,8 +1,9 @@
 """`helm install`, `helm upgrade` and `helm uninstall` of the chart against a real kube-apiserver.
 
-The API server admits every object as rendered (schemas, RBAC escalation checks, CRDs); the generated
-Redis password survives an upgrade; uninstalling removes the release and leaves the CRDs (and so every
-AgentTask) in place. No kubelet: pods are not started here (that is the e2e tier).
+The API server admits every object as rendered (schemas, CRDs), with no Pod Security warning in a
+namespace that enforces the `restricted` profile; the generated Redis password survives an upgrade;
+uninstalling removes the release and leaves the CRDs (and so every AgentTask) in place. No kubelet:
+pods are not started here (that is the e2e tier).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from tests.support.chart import CHART, helm
 from tests.support.control_plane import control_plane
 
 NAMESPACE = "mcpexec-system"
+RESTRICTED = {f"pod-security.kubernetes.io/{mode}": "restricted" for mode in ("enforce", "warn")}
 
 
 @pytest.fixture(scope="module")
@@ -31,6 +33,8 @@ def kubeconfig() -> Iterator[Path]:
 def _helm(kubeconfig: Path, *args: str) -> str:
     done = helm(*args, "--kubeconfig", str(kubeconfig), "--namespace", NAMESPACE)
     assert done.returncode == 0, done.stdout + done.stderr
+    # The API server's warnings (e.g. "would violate PodSecurity") reach helm's stderr.
+    assert "Warning" not in done.stderr, done.stderr
     return done.stdout
 
 
@@ -40,8 +44,9 @@ def _redis_password() -> bytes:
 
 
 def test_install_upgrade_uninstall(kubeconfig: Path) -> None:
-    _helm(kubeconfig, "install", "mcpexec", str(CHART), "--create-namespace", "--set", "runtimeClass.create=true")
     apps, core = client.AppsV1Api(), client.CoreV1Api()
+    core.create_namespace({"metadata": {"name": NAMESPACE, "labels": RESTRICTED}})
+    _helm(kubeconfig, "install", "mcpexec", str(CHART), "--set", "runtimeClass.create=true")
     deployments = {d.metadata.name: d for d in apps.list_namespaced_deployment(NAMESPACE).items}
     assert set(deployments) == {"mcpexec-operator", "mcpexec-gateway", "mcpexec-redis"}
     assert {s.metadata.name for s in core.list_namespaced_service(NAMESPACE).items} == {
