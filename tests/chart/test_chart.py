@@ -197,7 +197,9 @@ def test_operator_points_tasks_at_this_gateway() -> None:
     assert yaml.safe_load(env["MCPEXEC_GATEWAY_POD_LABELS"]) == gateway["spec"]["template"]["metadata"]["labels"]
     assert env["MCPEXEC_GATEWAY_PORT"] == "8000"
     assert env["MCPEXEC_GATEWAY_AUDIENCE"] == _env(gateway)["MCPEXEC_GATEWAY_AUDIENCE"]["value"] == "mcpexec-gateway"
-    assert env["MCPEXEC_RUNTIME_IMAGE"] == "mcpexec/runtime:0.1.0"
+    assert env["MCPEXEC_RUNTIME_IMAGE"] == "mcpexec/runtime:0.1.0"  # the tag: the chart's appVersion
+    pinned = _by_kind(render("--set", "images.runtime.tag=0.2.0-rc1"), "Deployment")["rel-mcpexec-operator"]
+    assert _env(pinned)["MCPEXEC_RUNTIME_IMAGE"]["value"] == "mcpexec/runtime:0.2.0-rc1"
 
 
 def test_gateway_finds_its_redis() -> None:
@@ -219,6 +221,7 @@ def test_gateway_finds_its_redis() -> None:
     [
         (["--set", "gateway.replicas=0"], "/gateway/replicas"),
         (["--set", "images.pullPolicy=Sometimes"], "/images/pullPolicy"),
+        (["--set", "images.redis.tag="], "/images/redis/tag"),
         (["--set", "redis.enabled=false"], "redis.enabled is false: set redis.external.secretName"),
         (["--set", "redis.external.url=redis://x:6379"], "set redis.enabled=false to use an external Redis"),
         (

@@ -16,8 +16,9 @@ app.kubernetes.io/name: mcpexec-{{ .component }}
 app.kubernetes.io/instance: {{ .root.Release.Name }}
 {{- end -}}
 
+{{/* An image reference: (dict "root" $ "image" .Values.images.gateway); the tag defaults to the appVersion. */}}
 {{- define "mcpexec.image" -}}
-{{ .repository }}:{{ .tag }}
+{{ .image.repository }}:{{ .image.tag | default .root.Chart.AppVersion }}
 {{- end -}}
 
 {{- define "mcpexec.podSecurity" -}}
