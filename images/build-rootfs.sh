@@ -15,7 +15,8 @@ CACHE_ROOT="${MCPEXEC_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/mcpexec}"
 VERSION="$(sed -n 's/^version = "\(.*\)"/\1/p' pyproject.toml | head -1)"
 SUITE=bookworm
 BASE="$CACHE_ROOT/rootfs/$SUITE-python3-pip"
-SLIM="$CACHE_ROOT/rootfs/$SUITE-python3-slim"
+# Derived from BASE by images/slim_rootfs.py: keyed by that script, so a change to it rebuilds.
+SLIM="$CACHE_ROOT/rootfs/$SUITE-python3-slim-$(sha256sum images/slim_rootfs.py | cut -c1-12)"
 OUT="$CACHE_ROOT/images"
 log() { printf '[images] %s\n' "$*" >&2; }
 
@@ -44,7 +45,7 @@ fi
 if [ ! -x "$SLIM/usr/bin/python3" ]; then
   log "python3's package closure from $BASE into $SLIM"
   rm -rf "$SLIM.tmp"
-  python3 images/slim_rootfs.py "$BASE" "$SLIM.tmp" >/dev/null
+  log "packages: $(python3 images/slim_rootfs.py "$BASE" "$SLIM.tmp")"
   # Read-only root filesystems: bytecode compiled now, or on every start.
   chroot "$SLIM.tmp" /usr/bin/python3 -m compileall -q /usr/lib/python3.11 >/dev/null
   mv "$SLIM.tmp" "$SLIM"
