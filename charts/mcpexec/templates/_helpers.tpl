@@ -2,18 +2,29 @@
 {{- if contains .Chart.Name .Release.Name -}}{{ .Release.Name | trunc 50 | trimSuffix "-" }}{{- else -}}{{ printf "%s-%s" .Release.Name .Chart.Name | trunc 50 | trimSuffix "-" }}{{- end -}}
 {{- end -}}
 
-{{- define "mcpexec.labels" -}}
+{{- define "mcpexec.commonLabels" -}}
 app.kubernetes.io/part-of: mcpexec
-app.kubernetes.io/instance: {{ .Release.Name }}
 app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
 app.kubernetes.io/managed-by: {{ .Release.Service }}
 helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
+{{- end -}}
+
+{{/* Labels of the release's objects that belong to no single component (RBAC, NetworkPolicies...). */}}
+{{- define "mcpexec.labels" -}}
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{ include "mcpexec.commonLabels" . }}
 {{- end -}}
 
 {{/* Selector labels of one component: (dict "root" $ "component" "gateway") */}}
 {{- define "mcpexec.selector" -}}
 app.kubernetes.io/name: mcpexec-{{ .component }}
 app.kubernetes.io/instance: {{ .root.Release.Name }}
+{{- end -}}
+
+{{/* Labels of one component's Deployment and Service: its selector labels and the common ones. */}}
+{{- define "mcpexec.componentLabels" -}}
+{{ include "mcpexec.selector" . }}
+{{ include "mcpexec.commonLabels" .root }}
 {{- end -}}
 
 {{/* An image reference: (dict "root" $ "image" .Values.images.gateway); the tag defaults to the appVersion. */}}
