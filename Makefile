@@ -2,7 +2,7 @@
 PY := .venv/bin/python
 export PATH := $(CURDIR)/.venv/bin:$(PATH)
 
-.PHONY: install install-local test test-unit test-local test-cluster lint bench demo clean
+.PHONY: install install-local test test-unit test-local test-cluster test-chart images lint bench demo clean
 
 install:
 	@bash tests/setup/install.sh
@@ -22,9 +22,15 @@ test-local: install-local
 test-cluster: install
 	$(PY) -m pytest -q tests/cluster
 
+test-chart: install
+	$(PY) -m pytest -q tests/chart
+
+images: install-local
+	bash images/build-rootfs.sh
+
 lint: install-local
-	$(PY) -m ruff check mcpexec controller gateway runtime tests
-	$(PY) -m ruff format --check mcpexec controller gateway runtime tests
+	$(PY) -m ruff check mcpexec controller gateway runtime images tests
+	$(PY) -m ruff format --check mcpexec controller gateway runtime images tests
 	$(PY) -m mypy mcpexec controller gateway runtime
 
 bench: install

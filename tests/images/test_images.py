@@ -30,8 +30,13 @@ def container(request: pytest.FixtureRequest, built: None) -> Iterator[str]:
     name = subprocess.run(
         ["buildah", "from", "-q", f"docker-archive:{archive}"], capture_output=True, text=True, check=True
     ).stdout.strip()
+    image = subprocess.run(
+        ["buildah", "inspect", "--format", "{{.FromImageID}}", name], capture_output=True, text=True, check=True
+    ).stdout.strip()
     yield name
+    # Leave nothing in buildah's storage: the container, then the image it was loaded as.
     subprocess.run(["buildah", "rm", name], capture_output=True, check=False)
+    subprocess.run(["buildah", "rmi", "--force", image], capture_output=True, check=False)
 
 
 def _inspect(container: str) -> dict[str, object]:
