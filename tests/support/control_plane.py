@@ -17,9 +17,9 @@ import subprocess
 import tempfile
 import time
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import ExitStack, contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import yaml
@@ -29,6 +29,7 @@ from cryptography.hazmat.primitives.asymmetric import rsa
 from tests.support.components import REPO, free_port
 
 ADMIN_USER = "mcpexec-test-admin"
+CONTROLLERS = "garbagecollector,job,namespace,serviceaccount,serviceaccount-token"
 
 
 def binaries_dir() -> Path:
@@ -48,6 +49,8 @@ class ControlPlane:
     token: str
     kubeconfig: Path
     workdir: Path
+    # Static tokens of the extra users asked of control_plane(users=...), by user name.
+    user_tokens: dict[str, str] = field(default_factory=dict)
 
     def env(self) -> dict[str, str]:
         return {**os.environ, "KUBECONFIG": str(self.kubeconfig)}
@@ -117,15 +120,33 @@ def _spawn(stack: ExitStack, args: list[str], log: Path) -> subprocess.Popen[byt
 
 
 @contextmanager
-def control_plane(with_controller_manager: bool = True) -> Iterator[ControlPlane]:
-    """Start etcd + kube-apiserver (+ kube-controller-manager); stop and delete everything after."""
+def control_plane(
+    with_controller_manager: bool = True,
+    *,
+    address: str = "127.0.0.1",
+    users: Mapping[str, Sequence[str]] | None = None,
+    apiserver_args: Sequence[str] = (),
+    controllers: str = CONTROLLERS,
+    controller_manager_args: Sequence[str] = (),
+) -> Iterator[ControlPlane]:
+    """Start etcd + kube-apiserver (+ kube-controller-manager); stop and delete everything after.
+
+    The API server listens on `address` (its URL and certificate use it: give a non-loopback address
+    when pods must reach it). `users` maps extra user names to their groups; each gets a static token
+    (ControlPlane.user_tokens). `apiserver_args` and `controller_manager_args` come after the defaults
+    (a repeated scalar flag wins; list flags such as --authorization-mode append).
+    """
     bins = binaries_dir()
     workdir = Path(tempfile.mkdtemp(prefix="mcpexec-cp-"))
     token = secrets.token_hex(16)
-    (workdir / "tokens.csv").write_text(f'{token},{ADMIN_USER},{ADMIN_USER},"system:masters"\n')
+    user_tokens = {name: secrets.token_hex(16) for name in users or {}}
+    lines = [f'{token},{ADMIN_USER},{ADMIN_USER},"system:masters"']
+    for name, groups in (users or {}).items():
+        lines.append(f'{user_tokens[name]},{name},{name},"{",".join(groups)}"')
+    (workdir / "tokens.csv").write_text("\n".join(lines) + "\n")
     _write_key(workdir / "sa.key")
     etcd_port, etcd_peer, api_port = free_port(), free_port(), free_port()
-    url = f"https://127.0.0.1:{api_port}"
+    url = f"https://{address}:{api_port}"
     kubeconfig = workdir / "kubeconfig"
     with ExitStack() as stack:
         stack.callback(shutil.rmtree, workdir, True)
@@ -146,7 +167,7 @@ def control_plane(with_controller_manager: bool = True) -> Iterator[ControlPlane
             [
                 str(bins / "kube-apiserver"),
                 "--etcd-servers", f"http://127.0.0.1:{etcd_port}",
-                "--bind-address", "127.0.0.1",
+                "--bind-address", address,
                 "--secure-port", str(api_port),
                 "--cert-dir", str(workdir / "certs"),
                 "--token-auth-file", str(workdir / "tokens.csv"),
@@ -156,10 +177,15 @@ def control_plane(with_controller_manager: bool = True) -> Iterator[ControlPlane
                 "--service-account-signing-key-file", str(workdir / "sa.key"),
                 "--service-cluster-ip-range", "10.96.0.0/16",
                 "--allow-privileged=false",
+                *apiserver_args,
             ],
             workdir / "kube-apiserver.log",
         )  # fmt: skip
-        _wait_ready(url, token, [etcd, apiserver])
+        try:
+            _wait_ready(url, token, [etcd, apiserver])
+        except RuntimeError as exc:
+            tail = (workdir / "kube-apiserver.log").read_text(errors="replace").strip().splitlines()[-15:]
+            raise RuntimeError(f"{exc}; kube-apiserver.log ends with:\n" + "\n".join(tail)) from None
         _write_kubeconfig(kubeconfig, url, token, workdir / "certs" / "apiserver.crt")
         if with_controller_manager:
             _spawn(
@@ -169,10 +195,11 @@ def control_plane(with_controller_manager: bool = True) -> Iterator[ControlPlane
                     "--kubeconfig", str(kubeconfig),
                     "--leader-elect=false",
                     "--secure-port", "0",
-                    "--controllers", "garbagecollector,job,namespace,serviceaccount,serviceaccount-token",
+                    "--controllers", controllers,
                     "--service-account-private-key-file", str(workdir / "sa.key"),
                     "--concurrent-gc-syncs", "5",
+                    *controller_manager_args,
                 ],
                 workdir / "kube-controller-manager.log",
             )  # fmt: skip
-        yield ControlPlane(url=url, token=token, kubeconfig=kubeconfig, workdir=workdir)
+        yield ControlPlane(url=url, token=token, kubeconfig=kubeconfig, workdir=workdir, user_tokens=user_tokens)

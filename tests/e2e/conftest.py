@@ -1,0 +1,49 @@
+"""Full e2e tier: a real single-node cluster (tests/e2e/node.py) whose kubelet runs pods under gVisor.
+
+These tests are marked `e2e` and run only when asked for (`pytest -m e2e tests/e2e`, `make e2e`): a
+plain `pytest tests` leaves them out (deselected, not skipped), since the node takes minutes to build
+the first time and needs root.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+
+import pytest
+from kubernetes import client, config
+
+from tests.e2e.node import Node, node
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "e2e: needs a real single-node cluster with gVisor (pytest -m e2e tests/e2e)")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if "e2e" in (config.option.markexpr or ""):
+        return
+    deselected = [item for item in items if item.get_closest_marker("e2e")]
+    if deselected:
+        config.hook.pytest_deselected(items=deselected)
+        items[:] = [item for item in items if not item.get_closest_marker("e2e")]
+
+
+@pytest.fixture(scope="session")
+def e2e_node() -> Iterator[Node]:
+    with node() as the_node:
+        old = os.environ.get("KUBECONFIG")
+        os.environ["KUBECONFIG"] = str(the_node.cp.kubeconfig)
+        config.load_kube_config(config_file=str(the_node.cp.kubeconfig))
+        try:
+            yield the_node
+        finally:
+            if old is None:
+                os.environ.pop("KUBECONFIG", None)
+            else:
+                os.environ["KUBECONFIG"] = old
+
+
+@pytest.fixture
+def core(e2e_node: Node) -> client.CoreV1Api:
+    return client.CoreV1Api()

@@ -1,0 +1,3 @@
+module mcpexec.local/e2e-shim
+
+go 1.22
