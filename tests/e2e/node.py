@@ -21,6 +21,7 @@ import shutil
 import signal
 import subprocess
 import tempfile
+import threading
 import time
 import urllib.request
 from collections.abc import Iterator, Sequence
@@ -296,6 +297,7 @@ def _kubelet_config(workdir: Path, socket: Path, client_ca: Path, address: str) 
         "runtimeRequestTimeout": "4m",
         "shutdownGracePeriod": "0s",
         "containerLogMaxSize": "10Mi",
+        "podLogsDir": str(workdir / "pod-logs"),
     }
 
 
@@ -424,7 +426,18 @@ def node(platform: str = "systrap", ready_timeout: float = 120) -> Iterator[Node
             fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             raise RuntimeError(f"another e2e node is running on this machine (lock {LOCK})") from None
-        yield from _node(bins, platform, ready_timeout)
+        # A SIGTERM (a CI timeout) unwinds the node like an exception instead of leaving it running.
+        if threading.current_thread() is threading.main_thread():
+            previous = signal.signal(signal.SIGTERM, _exit_on_sigterm)
+        try:
+            yield from _node(bins, platform, ready_timeout)
+        finally:
+            if threading.current_thread() is threading.main_thread():
+                signal.signal(signal.SIGTERM, previous)
+
+
+def _exit_on_sigterm(signum: int, frame: object) -> None:
+    raise SystemExit(128 + signum)
 
 
 def _node(bins: Path, platform: str, ready_timeout: float) -> Iterator[Node]:

@@ -96,7 +96,10 @@ def test_gvisor_pod_reaches_another_pod_over_the_bridge(core: client.CoreV1Api, 
     running = wait_phase(core, namespace, "server", {"Running"})
     ip = running.status.pod_ip
     assert ip, running.status
-    script = f"for i in $(seq 30); do wget -q -T 2 -O - http://{ip}:8080/index.html && exit 0; sleep 0.5; done; exit 1"
+    # (Debian's busybox-static wget segfaults with -T, on the host too: `timeout` bounds it instead.)
+    script = (
+        f"for i in $(seq 30); do timeout 2 wget -q -O - http://{ip}:8080/index.html && exit 0; sleep 0.5; done; exit 1"
+    )
     log = run_to_completion(core, namespace, pod("client", script))
     assert "hello-from-server" in log
 
@@ -120,7 +123,7 @@ def test_gvisor_pod_reaches_the_host(e2e_node: Node, core: client.CoreV1Api, nam
     thread = threading.Thread(target=httpd.serve_forever, daemon=True)
     thread.start()
     try:
-        log = run_to_completion(core, namespace, pod("to-host", f"wget -q -T 5 -O - http://{BRIDGE_IP}:{port}/"))
+        log = run_to_completion(core, namespace, pod("to-host", f"timeout 10 wget -q -O - http://{BRIDGE_IP}:{port}/"))
     finally:
         httpd.shutdown()
     assert body.decode() in log
