@@ -29,7 +29,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         items[:] = [item for item in items if not item.get_closest_marker("e2e")]
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def e2e_node() -> Iterator[Node]:
     with node() as the_node:
         old = os.environ.get("KUBECONFIG")

@@ -17,6 +17,7 @@ import datetime
 import fcntl
 import json
 import os
+import shlex
 import shutil
 import signal
 import subprocess
@@ -46,6 +47,10 @@ POD_SUBNET = "10.88.0.0/24"
 BRIDGE_IP = "10.88.0.1"
 PAUSE_IMAGE = "localhost/mcpexec-e2e/pause:1"
 BUSYBOX_IMAGE = "localhost/mcpexec-e2e/busybox:1"
+COREDNS_IMAGE = "localhost/mcpexec-e2e/coredns:1"
+SERVICE_CIDR = "10.96.0.0/16"  # control_plane()'s --service-cluster-ip-range
+DNS_SERVICE_IP = "10.96.0.10"
+CLUSTER_DOMAIN = "cluster.local"
 LOCK = Path("/run/mcpexec-e2e-node.lock")
 # Where the logs of a node go when it failed (or always, with MCPEXEC_E2E_KEEP_LOGS=1).
 LOGS_KEPT = Path(tempfile.gettempdir()) / "mcpexec-e2e-logs"
@@ -92,9 +97,9 @@ def node_binaries() -> Path:
     return Path(_run(["bash", str(E2E / "build-node.sh")], "tests/e2e/build-node.sh"))
 
 
-def image_archives() -> Path:
-    """pause.tar and busybox.tar (docker-archive), built once with buildah."""
-    return Path(_run(["bash", str(E2E / "images" / "build.sh")], "tests/e2e/images/build.sh"))
+def image_archives(bins: Path) -> Path:
+    """pause.tar, busybox.tar and coredns.tar (docker-archive), built once with buildah."""
+    return Path(_run(["bash", str(E2E / "images" / "build.sh"), str(bins)], "tests/e2e/images/build.sh"))
 
 
 def _ensure_debian_packages() -> None:
@@ -282,6 +287,8 @@ def _kubelet_config(workdir: Path, socket: Path, client_ca: Path, address: str) 
         "authorization": {"mode": "Webhook"},
         "failSwapOn": False,
         "resolvConf": "/etc/resolv.conf",
+        "clusterDNS": [DNS_SERVICE_IP],
+        "clusterDomain": CLUSTER_DOMAIN,
         "serializeImagePulls": False,
         # Nothing on this shared machine should make the node evict pods or delete imported images.
         "evictionHard": {
@@ -298,6 +305,8 @@ def _kubelet_config(workdir: Path, socket: Path, client_ca: Path, address: str) 
         "shutdownGracePeriod": "0s",
         "containerLogMaxSize": "10Mi",
         "podLogsDir": str(workdir / "pod-logs"),
+        # No KUBE-FIREWALL / canary chains left in the host's iptables (kube-proxy makes what it needs).
+        "makeIPTablesUtilChains": False,
     }
 
 
@@ -383,13 +392,20 @@ def _delete_bridge() -> None:
     subprocess.run(["ip", "link", "delete", BRIDGE], capture_output=True)
 
 
-def _drain(stack: ExitStack, kubeconfig: Path, kubectl: Path | None) -> None:
-    """Before the kubelet stops: delete every pod so that it stops their sandboxes (runsc, CNI DEL)."""
+def _drain(stack: ExitStack, kubeconfig: Path, kubectl: Path | None, the_node: Node) -> None:
+    """Before the kubelet stops: delete every pod and wait until the kubelet has stopped their sandboxes
+    (runsc exits, CNI DEL removes the pod's address and NAT rules)."""
 
     def drain() -> None:
         if kubectl is None:
             return
         base = [str(kubectl), "--kubeconfig", str(kubeconfig)]
+        # Controllers first, or they would make new pods.
+        subprocess.run(
+            [*base, "delete", "deployments,replicasets,statefulsets,daemonsets,jobs", "--all", "-A", "--wait=false"],
+            capture_output=True,
+            timeout=60,
+        )
         subprocess.run(
             [*base, "delete", "pods", "--all", "-A", "--grace-period=0", "--force", "--wait=false"],
             capture_output=True,
@@ -397,12 +413,33 @@ def _drain(stack: ExitStack, kubeconfig: Path, kubectl: Path | None) -> None:
         )
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
-            out = subprocess.run([*base, "get", "pods", "-A", "-o", "name"], capture_output=True, text=True, timeout=30)
-            if out.returncode == 0 and not out.stdout.strip():
+            tasks = the_node.ctr("tasks", "ls", "-q", check=False)
+            if tasks.returncode != 0 or not tasks.stdout.strip():
                 return
             time.sleep(0.5)
 
     stack.callback(drain)
+
+
+def _delete_kube_firewall() -> None:
+    """kube-proxy leaves the (empty, with localhost NodePorts off) KUBE-FIREWALL chain and its jumps."""
+    for parent in ("INPUT", "OUTPUT"):
+        subprocess.run(["iptables", "-D", parent, "-j", "KUBE-FIREWALL"], capture_output=True)
+    subprocess.run(["iptables", "-F", "KUBE-FIREWALL"], capture_output=True)
+    subprocess.run(["iptables", "-X", "KUBE-FIREWALL"], capture_output=True)
+
+
+def _delete_cni_leftovers() -> None:
+    """Safety net: the NAT rules of CNI DELs that never ran (pods still running when the node died)."""
+    dump = subprocess.run(["iptables-save", "-t", "nat"], capture_output=True, text=True).stdout
+    marker = 'name: \\"mcpexec-e2e\\"'
+    for line in dump.splitlines():
+        if line.startswith("-A POSTROUTING ") and marker in line:
+            rule = shlex.split(line)
+            chain = rule[rule.index("-j") + 1]
+            subprocess.run(["iptables", "-t", "nat", "-D", *rule[1:]], capture_output=True)
+            subprocess.run(["iptables", "-t", "nat", "-F", chain], capture_output=True)
+            subprocess.run(["iptables", "-t", "nat", "-X", chain], capture_output=True)
 
 
 def kubectl_binary() -> Path | None:
@@ -446,7 +483,8 @@ def _node(bins: Path, platform: str, ready_timeout: float) -> Iterator[Node]:
     node_user = f"system:node:{NODE_NAME}"
     ca, client_crt, client_key = _write_client_ca(workdir / "pki", "kube-apiserver-kubelet-client", "system:masters")
     cp_cm = control_plane(
-        users={node_user: ["system:nodes"], "system:kube-scheduler": []},
+        # Each component authenticates as itself (the default RBAC binds these users).
+        users={node_user: ["system:nodes"], "system:kube-scheduler": [], "system:kube-proxy": []},
         # Pods reach the API server (the `kubernetes` Service) at the node's address.
         address=address,
         apiserver_args=[
@@ -461,6 +499,8 @@ def _node(bins: Path, platform: str, ready_timeout: float) -> Iterator[Node]:
     with ExitStack() as stack:
         stack.callback(shutil.rmtree, workdir, True)
         stack.callback(_delete_bridge)
+        stack.callback(_delete_cni_leftovers)
+        stack.callback(_delete_kube_firewall)
         stack.callback(_unmount_under, workdir)
         stack.callback(_kill_leftovers, workdir)
         cp = stack.enter_context(cp_cm)
@@ -472,16 +512,33 @@ def _node(bins: Path, platform: str, ready_timeout: float) -> Iterator[Node]:
                     exc.add_note(f"logs of the node kept in {kept}")
 
         stack.push(keep_logs)
-        # Each component authenticates as itself.
-        scheduler_kubeconfig, kubelet_kubeconfig = workdir / "scheduler.kubeconfig", workdir / "kubelet.kubeconfig"
         ca_path = cp.workdir / "certs" / "apiserver.crt"
-        _write_kubeconfig(scheduler_kubeconfig, cp.url, cp.user_tokens["system:kube-scheduler"], ca_path)
-        _write_kubeconfig(kubelet_kubeconfig, cp.url, cp.user_tokens[node_user], ca_path)
+        kubeconfigs = {}
+        for component, user in (
+            ("scheduler", "system:kube-scheduler"),
+            ("kubelet", node_user),
+            ("proxy", "system:kube-proxy"),
+        ):
+            kubeconfigs[component] = workdir / f"{component}.kubeconfig"
+            _write_kubeconfig(kubeconfigs[component], cp.url, cp.user_tokens[user], ca_path)
+        scheduler_kubeconfig, kubelet_kubeconfig = kubeconfigs["scheduler"], kubeconfigs["kubelet"]
         scheduler = _spawn(
             stack,
             [str(bins / "kube-scheduler"), "--kubeconfig", str(scheduler_kubeconfig), "--leader-elect=false",
              "--secure-port", "0"],
             workdir / "kube-scheduler.log",
+        )  # fmt: skip
+        # kube-proxy (iptables): Services, `kubernetes` included; its rules are removed afterwards.
+        stack.callback(subprocess.run, [str(bins / "kube-proxy"), "--cleanup"], capture_output=True)
+        proxy = _spawn(
+            stack,
+            [str(bins / "kube-proxy"), "--kubeconfig", str(kubeconfigs["proxy"]), "--hostname-override", NODE_NAME,
+             "--proxy-mode", "iptables", "--cluster-cidr", POD_SUBNET, "--conntrack-max-per-core", "0",
+             # No NodePorts on 127.0.0.1: no route_localnet, no KUBE-FIREWALL chain on the host.
+             "--iptables-localhost-nodeports=false",
+             "--metrics-bind-address", f"127.0.0.1:{free_port()}",
+             "--healthz-bind-address", f"127.0.0.1:{free_port()}"],
+            workdir / "kube-proxy.log",
         )  # fmt: skip
 
         # containerd with runc and the gVisor shim, CNI bridge.
@@ -497,9 +554,9 @@ def _node(bins: Path, platform: str, ready_timeout: float) -> Iterator[Node]:
         containerd = _spawn(stack, ["containerd", "--config", str(config)], workdir / "containerd.log", env)
         _wait(socket.exists, 30, "containerd's socket", [containerd], workdir / "containerd.log")
         the_node = Node(cp=cp, name=NODE_NAME, workdir=workdir, bins=bins, containerd_socket=socket)
-        archives = image_archives()
-        the_node.import_image(archives / "pause.tar")
-        the_node.import_image(archives / "busybox.tar")
+        archives = image_archives(bins)
+        for archive in ("pause.tar", "busybox.tar", "coredns.tar"):
+            the_node.import_image(archives / archive)
 
         # kubelet: registers the node, talks to containerd.
         kubelet_config = workdir / "kubelet-config.yaml"
@@ -513,15 +570,23 @@ def _node(bins: Path, platform: str, ready_timeout: float) -> Iterator[Node]:
             workdir / "kubelet.log",
             env,
         )  # fmt: skip
-        _drain(stack, cp.kubeconfig, kubectl_binary())
+        _drain(stack, cp.kubeconfig, kubectl_binary(), the_node)
         _wait(
             lambda: _node_ready(cp),
             ready_timeout,
             f"node {NODE_NAME} Ready",
-            [kubelet, containerd, scheduler],
+            [kubelet, containerd, scheduler, proxy],
             workdir / "kubelet.log",
         )
         _create_runtime_class(cp)
+        _kubectl_apply(cp, _coredns_manifests())
+        _wait(
+            lambda: _deployment_available(cp, "kube-system", "coredns"),
+            ready_timeout,
+            "cluster DNS (CoreDNS) available",
+            [kubelet, containerd, scheduler, proxy],
+            workdir / "kubelet.log",
+        )
         yield the_node
 
 
@@ -548,13 +613,107 @@ def _node_ready(cp: ControlPlane) -> bool:
 
 def _create_runtime_class(cp: ControlPlane) -> None:
     body = {"apiVersion": "node.k8s.io/v1", "kind": "RuntimeClass", "metadata": {"name": "gvisor"}, "handler": "runsc"}
+    _kubectl_apply(cp, [body])
+
+
+def _kubectl_apply(cp: ControlPlane, objects: list[dict[str, object]]) -> None:
     kubectl = kubectl_binary()
     if kubectl is None:
         raise RuntimeError("kubectl not found: run `make install`")
-    subprocess.run(
+    out = subprocess.run(
         [str(kubectl), "--kubeconfig", str(cp.kubeconfig), "apply", "-f", "-"],
-        input=json.dumps(body),
+        input=json.dumps({"apiVersion": "v1", "kind": "List", "items": objects}),
         text=True,
-        check=True,
         capture_output=True,
     )
+    if out.returncode != 0:
+        raise RuntimeError(f"kubectl apply failed: {out.stderr.strip()}")
+
+
+def _deployment_available(cp: ControlPlane, namespace: str, name: str) -> bool:
+    found = _api_get(cp, f"/apis/apps/v1/namespaces/{namespace}/deployments/{name}")
+    return bool(found and found.get("status", {}).get("availableReplicas"))  # type: ignore[union-attr]
+
+
+COREFILE = f""".:53 {{
+    errors
+    health :8080
+    ready :8181
+    kubernetes {CLUSTER_DOMAIN} in-addr.arpa ip6.arpa {{
+        pods insecure
+        fallthrough in-addr.arpa ip6.arpa
+    }}
+    forward . /etc/resolv.conf
+    cache 30
+}}
+"""
+
+
+def _coredns_manifests() -> list[dict[str, object]]:
+    """Cluster DNS as a cluster has it: CoreDNS pods (k8s-app=kube-dns) behind the kube-dns Service."""
+    ns, labels = "kube-system", {"k8s-app": "kube-dns"}
+    meta = {"name": "coredns", "namespace": ns}
+    return [
+        {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": meta},
+        {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "ClusterRole",
+            "metadata": {"name": "mcpexec-e2e:coredns"},
+            "rules": [
+                {"apiGroups": [""], "resources": ["services", "pods", "namespaces"], "verbs": ["list", "watch"]},
+                {"apiGroups": ["discovery.k8s.io"], "resources": ["endpointslices"], "verbs": ["list", "watch"]},
+            ],
+        },
+        {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "ClusterRoleBinding",
+            "metadata": {"name": "mcpexec-e2e:coredns"},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "mcpexec-e2e:coredns"},
+            "subjects": [{"kind": "ServiceAccount", "name": "coredns", "namespace": ns}],
+        },
+        {"apiVersion": "v1", "kind": "ConfigMap", "metadata": meta, "data": {"Corefile": COREFILE}},
+        {
+            "apiVersion": "apps/v1",
+            "kind": "Deployment",
+            "metadata": {**meta, "labels": labels},
+            "spec": {
+                "replicas": 1,
+                "selector": {"matchLabels": labels},
+                "template": {
+                    "metadata": {"labels": labels},
+                    "spec": {
+                        "serviceAccountName": "coredns",
+                        "dnsPolicy": "Default",
+                        "containers": [
+                            {
+                                "name": "coredns",
+                                "image": COREDNS_IMAGE,
+                                "imagePullPolicy": "Never",
+                                "args": ["-conf", "/etc/coredns/Corefile"],
+                                "ports": [
+                                    {"name": "dns", "containerPort": 53, "protocol": "UDP"},
+                                    {"name": "dns-tcp", "containerPort": 53, "protocol": "TCP"},
+                                ],
+                                "readinessProbe": {"httpGet": {"path": "/ready", "port": 8181}, "periodSeconds": 1},
+                                "volumeMounts": [{"name": "config", "mountPath": "/etc/coredns"}],
+                            }
+                        ],
+                        "volumes": [{"name": "config", "configMap": {"name": "coredns"}}],
+                    },
+                },
+            },
+        },
+        {
+            "apiVersion": "v1",
+            "kind": "Service",
+            "metadata": {"name": "kube-dns", "namespace": ns, "labels": labels},
+            "spec": {
+                "selector": labels,
+                "clusterIP": DNS_SERVICE_IP,
+                "ports": [
+                    {"name": "dns", "port": 53, "protocol": "UDP", "targetPort": 53},
+                    {"name": "dns-tcp", "port": 53, "protocol": "TCP", "targetPort": 53},
+                ],
+            },
+        },
+    ]

@@ -127,3 +127,23 @@ def test_gvisor_pod_reaches_the_host(e2e_node: Node, core: client.CoreV1Api, nam
     finally:
         httpd.shutdown()
     assert body.decode() in log
+
+
+def test_gvisor_pod_reaches_a_service_by_its_dns_name(core: client.CoreV1Api, namespace: str) -> None:
+    """kube-proxy (ClusterIP) and the cluster DNS (CoreDNS behind kube-dns), as the gateway is reached."""
+    server = pod("web", "echo hello-from-service > /tmp/index.html && exec httpd -f -p 8080 -h /tmp")
+    server["spec"]["restartPolicy"] = "Always"
+    core.create_namespaced_pod(namespace, server)
+    core.create_namespaced_service(
+        namespace,
+        {
+            "metadata": {"name": "web"},
+            "spec": {"selector": {"app": "web"}, "ports": [{"port": 80, "targetPort": 8080}]},
+        },
+    )
+    wait_phase(core, namespace, "web", {"Running"})
+    fetch = f"timeout 2 wget -q -O - http://web.{namespace}.svc.cluster.local/index.html"
+    script = f"cat /etc/resolv.conf; for i in $(seq 40); do {fetch} && exit 0; sleep 0.5; done; exit 1"
+    log = run_to_completion(core, namespace, pod("client", script))
+    assert "nameserver 10.96.0.10" in log
+    assert "hello-from-service" in log

@@ -198,6 +198,8 @@ def control_plane(
                     "--controllers", controllers,
                     "--service-account-private-key-file", str(workdir / "sa.key"),
                     "--concurrent-gc-syncs", "5",
+                    # The cluster CA that pods see (kube-root-ca.crt, ca.crt in token Secrets).
+                    "--root-ca-file", str(workdir / "certs" / "apiserver.crt"),
                     *controller_manager_args,
                 ],
                 workdir / "kube-controller-manager.log",
