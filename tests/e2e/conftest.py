@@ -8,6 +8,8 @@ the first time and needs root.
 from __future__ import annotations
 
 import os
+import time
+import uuid
 from collections.abc import Iterator
 
 import pytest
@@ -47,3 +49,16 @@ def e2e_node() -> Iterator[Node]:
 @pytest.fixture
 def core(e2e_node: Node) -> client.CoreV1Api:
     return client.CoreV1Api()
+
+
+@pytest.fixture
+def namespace(core: client.CoreV1Api) -> Iterator[str]:
+    name = f"e2e-{uuid.uuid4().hex[:8]}"
+    core.create_namespace({"metadata": {"name": name}})
+    # Pods need the namespace's default ServiceAccount (made by kube-controller-manager).
+    deadline = time.monotonic() + 30
+    while not core.list_namespaced_service_account(name).items:
+        assert time.monotonic() < deadline, f"no default ServiceAccount in {name}"
+        time.sleep(0.2)
+    yield name
+    core.delete_namespace(name)

@@ -21,6 +21,7 @@ import shlex
 import shutil
 import signal
 import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -421,6 +422,14 @@ def _drain(stack: ExitStack, kubeconfig: Path, kubectl: Path | None, the_node: N
     stack.callback(drain)
 
 
+def _delete_netpol_chains() -> None:
+    from tests.e2e import netpol
+
+    dump = subprocess.run(["iptables-save", "-t", "filter"], capture_output=True, text=True).stdout
+    chains = {line[1:].split()[0] for line in dump.splitlines() if line.startswith(f":{netpol.MAIN}-")}
+    netpol.cleanup(chains)
+
+
 def _delete_kube_firewall() -> None:
     """kube-proxy leaves the (empty, with localhost NodePorts off) KUBE-FIREWALL chain and its jumps."""
     for parent in ("INPUT", "OUTPUT"):
@@ -541,6 +550,15 @@ def _node(bins: Path, platform: str, ready_timeout: float) -> Iterator[Node]:
             workdir / "kube-proxy.log",
         )  # fmt: skip
 
+        # NetworkPolicy enforcement (tests/e2e/netpol.py); its chains go when it stops, or after.
+        stack.callback(_delete_netpol_chains)
+        netpol = _spawn(
+            stack,
+            [sys.executable, "-m", "tests.e2e.netpol", "--kubeconfig", str(cp.kubeconfig), "--pod-cidr", POD_SUBNET],
+            workdir / "netpol.log",
+            {**os.environ, "PYTHONPATH": str(REPO)},
+        )
+
         # containerd with runc and the gVisor shim, CNI bridge.
         (workdir / "cni" / "net.d").mkdir(parents=True)
         (workdir / "cni" / "net.d" / "10-mcpexec-e2e.conflist").write_text(json.dumps(_cni_config(workdir), indent=2))
@@ -575,7 +593,7 @@ def _node(bins: Path, platform: str, ready_timeout: float) -> Iterator[Node]:
             lambda: _node_ready(cp),
             ready_timeout,
             f"node {NODE_NAME} Ready",
-            [kubelet, containerd, scheduler, proxy],
+            [kubelet, containerd, scheduler, proxy, netpol],
             workdir / "kubelet.log",
         )
         _create_runtime_class(cp)
@@ -584,7 +602,7 @@ def _node(bins: Path, platform: str, ready_timeout: float) -> Iterator[Node]:
             lambda: _deployment_available(cp, "kube-system", "coredns"),
             ready_timeout,
             "cluster DNS (CoreDNS) available",
-            [kubelet, containerd, scheduler, proxy],
+            [kubelet, containerd, scheduler, proxy, netpol],
             workdir / "kubelet.log",
         )
         yield the_node

@@ -43,4 +43,6 @@ def test_node_stops_cleanly_with_a_gvisor_pod_running() -> None:
     nat = subprocess.run(["iptables-save", "-t", "nat"], capture_output=True, text=True, check=True).stdout
     assert "mcpexec-e2e" not in nat
     assert "KUBE-" not in nat
-    assert "KUBE-" not in subprocess.run(["iptables-save"], capture_output=True, text=True, check=True).stdout
+    rules = subprocess.run(["iptables-save"], capture_output=True, text=True, check=True).stdout
+    assert "KUBE-" not in rules
+    assert "MCPEXEC-NP" not in rules
