@@ -16,6 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from kubernetes.utils.quantity import parse_quantity
+
 from gateway.local import LocalGateway
 from gateway.settings import LLMUpstream
 from mcpexec.agenttask import SANDBOX_UID, AgentTask, MCPServerSpec, runtime_task_config
@@ -32,6 +34,9 @@ from mcpexec.sandbox.base import (
 )
 
 SOCKET_NAME = "gateway.sock"
+# When a task sets no limit (the AgentTask's default limits are 1 CPU and 512Mi).
+DEFAULT_MEMORY = "512Mi"
+DEFAULT_CPU = "1"
 
 
 class TaskError(Exception):
@@ -62,9 +67,11 @@ def _writable_by_sandbox(path: Path) -> Path:
 
 
 def _memory_bytes(task: AgentTask) -> int:
-    from kubernetes.utils.quantity import parse_quantity
+    return int(parse_quantity(task.spec.resources.limits.memory or DEFAULT_MEMORY))
 
-    return int(parse_quantity(task.spec.resources.limits.memory or "512Mi"))
+
+def _cpu_millicores(task: AgentTask) -> int:
+    return max(1, int(parse_quantity(task.spec.resources.limits.cpu or DEFAULT_CPU) * 1000))
 
 
 def _read_result(result_file: Path, completed: Completed) -> dict[str, Any]:
@@ -146,6 +153,7 @@ async def run_task(
             },
             timeout_seconds=task.spec.timeout_seconds,
             memory_bytes=_memory_bytes(task),
+            cpu_millicores=_cpu_millicores(task),
         )
         completed = await asyncio.to_thread(sandbox.run, run)
         usage = gateway.usage(task.task_id)

@@ -9,6 +9,7 @@ from runtime import client, skills, wrappers
 from runtime.agent import run_agent
 from runtime.config import Environment
 from runtime.executor import Executor
+from runtime.output import OutputLog
 from runtime.result import Result, Usage, write
 
 OUTPUT_LIMIT = 20_000  # characters of output fed back to the model or kept as the result
@@ -24,39 +25,45 @@ def _namespace() -> dict[str, object]:
     }
 
 
+def _run(env: Environment, usage: Usage, log: OutputLog) -> Result:
+    started = time.monotonic()
+    task = env.task()
+    deadline = started + float(task.get("timeoutSeconds", 600))
+    executor = Executor(_namespace(), OUTPUT_LIMIT, log)
+    wrappers.install(env.workspace)
+    if task["mode"] == "code":
+        outcome = executor.run(task["code"], deadline - time.monotonic())
+        return Result("Succeeded" if outcome.ok else "Failed", outcome.output, outcome.error, usage)
+    agent = run_agent(
+        client.gateway(),
+        executor,
+        task["prompt"],
+        task.get("model"),
+        int(task.get("maxTurns", 10)),
+        deadline,
+        OUTPUT_LIMIT,
+        usage,
+        log,
+    )
+    return Result(
+        "Succeeded" if agent.finished else "Failed", agent.answer, None if agent.finished else agent.answer, usage
+    )
+
+
 def main() -> int:
     env = Environment.from_env()
-    task = env.task()
-    started = time.monotonic()
     usage = Usage()
-    executor = Executor(_namespace(), OUTPUT_LIMIT)
-    deadline = float(task.get("timeoutSeconds", 600))
+    log = OutputLog(env.workspace / "output.log")
     try:
-        wrappers.install(env.workspace)
-        if task["mode"] == "code":
-            outcome = executor.run(task["code"], max(1.0, deadline - (time.monotonic() - started)))
-            result = Result(
-                phase="Succeeded" if outcome.ok else "Failed", result=outcome.output, error=outcome.error, usage=usage
-            )
-            full = outcome.output
-        else:
-            agent = run_agent(
-                client.gateway(),
-                executor,
-                task["prompt"],
-                task.get("model"),
-                int(task.get("maxTurns", 10)),
-                max(1.0, deadline / 2),
-                OUTPUT_LIMIT,
-                usage,
-            )
-            error = None if agent.finished else agent.answer
-            result = Result("Succeeded" if agent.finished else "Failed", agent.answer, error, usage)
-            full = agent.transcript
+        result = _run(env, usage, log)
     except client.ToolError as exc:
-        result, full = Result("Failed", "", f"gateway: {exc}", usage), ""
+        result = Result("Failed", "", f"gateway: {exc}", usage)
+    except Exception as exc:  # whatever breaks, the operator gets a Failed result and a reason, not silence
+        result = Result("Failed", "", f"runtime: {type(exc).__name__}: {exc}", usage)
+    finally:
+        log.close()
     usage.toolCalls = client.gateway().tool_calls
-    write(env.result_file, result, full, env.workspace)
+    write(env.result_file, result)
     return 0 if result.phase == "Succeeded" else 1
 
 

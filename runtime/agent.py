@@ -7,12 +7,13 @@ data both ways. The model ends the task by answering with a ```final block (or n
 from __future__ import annotations
 
 import re
+import time
 from dataclasses import dataclass
 from typing import Any
 
 from runtime.client import Gateway
 from runtime.executor import Executor
-from runtime.output import truncate
+from runtime.output import OutputLog, truncate
 from runtime.result import Usage
 
 SYSTEM_PROMPT = """You solve the task by writing Python that runs in a sandbox. Answer with exactly one
@@ -28,11 +29,10 @@ _PYTHON = re.compile(r"```(?:python|py)\s*\n(.*?)```", re.DOTALL)
 _FINAL = re.compile(r"```final\s*\n(.*?)```", re.DOTALL)
 
 
-@dataclass
+@dataclass(frozen=True)
 class AgentOutcome:
     answer: str
     finished: bool
-    transcript: str
 
 
 def run_agent(
@@ -41,16 +41,19 @@ def run_agent(
     prompt: str,
     model: str | None,
     max_turns: int,
-    snippet_timeout: float,
+    deadline: float,
     output_limit: int,
     usage: Usage,
+    log: OutputLog,
 ) -> AgentOutcome:
+    """Turns until a final answer, `max_turns`, or the `deadline` (time.monotonic()) of the whole task."""
     messages: list[dict[str, Any]] = [
         {"role": "system", "content": SYSTEM_PROMPT},
         {"role": "user", "content": prompt},
     ]
-    transcript: list[str] = []
-    for _ in range(max_turns):
+    for turn in range(1, max_turns + 1):
+        if time.monotonic() >= deadline:
+            return AgentOutcome(f"ran out of time after {turn - 1} of {max_turns} turns", False)
         request: dict[str, Any] = {"messages": messages}
         if model:
             request["model"] = model
@@ -60,12 +63,11 @@ def run_agent(
         usage.tokensOut += int((answer.get("usage") or {}).get("completion_tokens", 0))
         reply = str(answer["choices"][0]["message"].get("content") or "")
         messages.append({"role": "assistant", "content": reply})
-        transcript.append(f"assistant:\n{reply}")
+        log.write(f"--- turn {turn}: model ---\n{reply}\n--- turn {turn}: output ---\n")
         final, code = _FINAL.search(reply), _PYTHON.search(reply)
         if code is None:
-            return AgentOutcome((final.group(1) if final else reply).strip(), True, "\n".join(transcript))
-        outcome = executor.run(code.group(1), snippet_timeout)
+            return AgentOutcome((final.group(1) if final else reply).strip(), True)
+        outcome = executor.run(code.group(1), deadline - time.monotonic())
         shown = truncate(outcome.output, output_limit) or "(no output)"
-        transcript.append(f"output:\n{outcome.output}")
         messages.append({"role": "user", "content": f"Output:\n{shown}"})
-    return AgentOutcome(f"no final answer after {max_turns} turns", False, "\n".join(transcript))
+    return AgentOutcome(f"no final answer after {max_turns} turns", False)

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from types import FrameType
 from typing import Any
 
-from runtime.output import BoundedBuffer
+from runtime.output import BoundedBuffer, OutputLog
 
 
 class SnippetTimeout(Exception):
@@ -33,23 +33,26 @@ def _on_alarm(_signum: int, _frame: FrameType | None) -> None:
 class Executor:
     """One namespace for the whole task: variables, imports and functions survive between snippets."""
 
-    def __init__(self, namespace: dict[str, Any], output_limit: int) -> None:
+    def __init__(self, namespace: dict[str, Any], output_limit: int, log: OutputLog | None = None) -> None:
+        """Each snippet's outcome holds at most about `output_limit` characters; `log` gets all of it."""
         self.namespace = namespace
         self.namespace.setdefault("__name__", "__main__")
         self._output_limit = output_limit
+        self._log = log
         self._snippets = 0
 
     def run(self, code: str, timeout_seconds: float) -> Outcome:
-        buffer = BoundedBuffer(self._output_limit // 2)
+        buffer = BoundedBuffer(self._output_limit // 2, self._log)
         previous = signal.signal(signal.SIGALRM, _on_alarm)
-        signal.setitimer(signal.ITIMER_REAL, timeout_seconds)
+        # A zero interval would disarm the timer: an exhausted budget still gets a (tiny) limit.
+        signal.setitimer(signal.ITIMER_REAL, max(timeout_seconds, 0.001))
         try:
             with contextlib.redirect_stdout(buffer), contextlib.redirect_stderr(buffer):
                 self._execute(code)
         except BaseException as exc:  # the agent's code may raise anything; it becomes its output
             if isinstance(exc, KeyboardInterrupt):
                 raise
-            detail = "".join(traceback.format_exception_only(type(exc), exc)).strip()
+            detail = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
             tb = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__)[-6:])
             buffer.write(tb)
             return Outcome(output=buffer.getvalue(), ok=False, error=detail)

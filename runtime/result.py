@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -42,9 +41,7 @@ class Result:
         return json.dumps({"phase": self.phase, "result": "", "error": "result too large to report"})
 
 
-def write(path: Path, result: Result, full_output: str, workspace: Path) -> None:
-    """The bounded JSON to `path`; everything printed, uncut, to <workspace>/output.log."""
-    with contextlib.suppress(OSError):  # a full or read-only workspace must not lose the result itself
-        (workspace / "output.log").write_text(full_output)
+def write(path: Path, result: Result) -> None:
+    """The bounded JSON to `path` (the full output is in the workspace's output.log already)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(result.encode())

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -34,3 +35,9 @@ def run_code(code: str, servers: dict[str, MCPServerSpec], **spec: Any) -> Local
     spec.setdefault("timeoutSeconds", 30)
     task = parse_agenttask(agenttask(spec.pop("name", "t"), code=code, **spec))
     return asyncio.run(run_task(task, servers, RunscSandbox()))
+
+
+def live_sandboxes() -> list[str]:
+    """Pids of gVisor sandboxes started by RunscSandbox (its private --root), not other users' pods."""
+    found = subprocess.run(["pgrep", "-f", "runsc-sandbox --root=\\S*/mcpexec-runsc-"], capture_output=True, text=True)
+    return found.stdout.split()

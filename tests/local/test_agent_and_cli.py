@@ -98,11 +98,19 @@ def test_examples_run_and_skills_persist_across_runs() -> None:
     assert "enterprise: ['Alice Martin']" in reused.stdout
 
 
-def test_pii_example_keeps_personal_data_out_of_the_sandbox() -> None:
-    done = _mcpexec("run", "examples/pii-roundtrip.yaml")
+def test_pii_example_keeps_personal_data_out_of_the_sandbox_and_delivers_it(tmp_path: Path) -> None:
+    """Read tokenized, written for real: the demo server's outbox (on the host) holds the real values."""
+    outbox = tmp_path / "outbox.jsonl"
+    servers = tmp_path / "servers.yaml"
+    demo = {"transport": "stdio", "command": [sys.executable, "-m", "mcpexec.demo_server"]}
+    servers.write_text(yaml.safe_dump({"servers": {"demo": {**demo, "env": {"DEMO_OUTBOX": str(outbox)}}}}))
+    done = _mcpexec("run", "examples/pii-roundtrip.yaml", "--servers", str(servers))
     assert done.returncode == 0, done.stderr
     assert "this code sees: [EMAIL_1] [PHONE_1] [CREDIT_CARD_1]" in done.stdout
-    assert "@example.com" not in done.stdout
+    assert "@example" not in done.stdout and "555-0199" not in done.stdout
+    sent = json.loads(outbox.read_text())
+    assert sent["to"] == "bob.okafor@example.net"
+    assert sent["body"] == "Hello, we will call you on (415) 555-0199."
 
 
 @pytest.mark.parametrize(

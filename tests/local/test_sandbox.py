@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import platform
-import subprocess
 from pathlib import Path
 
 from mcpexec.agenttask import MCPServerSpec
-from tests.local.conftest import run_code
+from runtime.output import LOG_LIMIT_BYTES
+from tests.local.conftest import live_sandboxes, run_code
 
 
 def test_code_runs_under_gvisor_as_nobody(demo_servers: dict[str, MCPServerSpec]) -> None:
@@ -79,10 +79,20 @@ print(sorted(os.listdir("/")))
 
 
 def test_memory_hog_is_stopped(demo_servers: dict[str, MCPServerSpec]) -> None:
+    """One big allocation meets RLIMIT_AS inside gVisor: a clean MemoryError the task reports."""
     outcome = run_code("hog = bytearray(2 * 1024**3)\nprint('ALLOCATED', len(hog))", demo_servers)
     assert outcome.phase == "Failed"
     assert "ALLOCATED" not in outcome.result
     assert outcome.error and "MemoryError" in outcome.error
+
+
+def test_creeping_memory_hog_meets_the_memory_cgroup(demo_servers: dict[str, MCPServerSpec]) -> None:
+    """Small allocations, each under RLIMIT_AS, meet the task's memory limit: the sandbox is stopped."""
+    code = "chunks = []\nfor i in range(64):\n    chunks.append(bytearray(16 * 1024**2))\nprint('HOLDING 1 GiB')"
+    outcome = run_code(code, demo_servers, resources={"limits": {"memory": "256Mi"}})
+    assert outcome.phase == "Failed"
+    assert outcome.error and "memory or process limit" in outcome.error
+    assert run_code("print('next run fine')", demo_servers).result == "next run fine\n"
 
 
 def test_fork_bomb_is_contained(demo_servers: dict[str, MCPServerSpec]) -> None:
@@ -102,15 +112,25 @@ except OSError as exc:
     # whole sandbox rather than one fork: the run fails, the host is untouched, the next run works.
     assert outcome.phase == "Failed"
     assert outcome.error and "limit" in outcome.error
-    leftovers = subprocess.run(["pgrep", "-f", "runsc-sandbox"], capture_output=True, text=True).stdout.split()
-    assert leftovers == [], "no sandbox process survives the run"
+    assert live_sandboxes() == [], "no sandbox process survives the run"
     assert run_code("print('still fine')", demo_servers).result.strip() == "still fine"
 
 
 def test_infinite_loop_times_out(demo_servers: dict[str, MCPServerSpec]) -> None:
     outcome = run_code("while True:\n    pass", demo_servers, timeoutSeconds=3)
-    assert outcome.phase in ("Failed", "TimedOut")
-    assert outcome.error and ("time limit" in outcome.error or "timeoutSeconds" in outcome.error)
+    assert outcome.phase == "Failed"
+    assert outcome.error == "SnippetTimeout: the snippet ran past its time limit"
+
+
+def test_loop_that_disarms_the_runtimes_timer_is_killed_at_the_deadline(
+    demo_servers: dict[str, MCPServerSpec],
+) -> None:
+    """The code can ignore the runtime's SIGALRM; the sandbox is still killed from outside."""
+    code = "import signal\nsignal.signal(signal.SIGALRM, signal.SIG_IGN)\nwhile True:\n    pass"
+    outcome = run_code(code, demo_servers, timeoutSeconds=2)
+    assert outcome.phase == "TimedOut"
+    assert outcome.error == "the task ran past its timeoutSeconds"
+    assert live_sandboxes() == [], "the killed sandbox is gone"
 
 
 def test_huge_print_is_truncated_and_kept(demo_servers: dict[str, MCPServerSpec]) -> None:
@@ -119,6 +139,10 @@ def test_huge_print_is_truncated_and_kept(demo_servers: dict[str, MCPServerSpec]
     assert len(outcome.result.encode()) < 4096
     assert "truncated" in outcome.result
     assert outcome.result.rstrip().endswith("THE END")
+    # output.log keeps what was printed up to its disk bound, then says where it stopped and how much there was.
     log = outcome.workspace / "output.log"
-    assert log.stat().st_size < 100_000, "the executor keeps head and tail, never 100 MB"
-    assert "truncated 99" in log.read_text()
+    assert LOG_LIMIT_BYTES < log.stat().st_size < LOG_LIMIT_BYTES + 200
+    with log.open("rb") as f:
+        assert f.read(1000) == b"x" * 1000
+        f.seek(LOG_LIMIT_BYTES)
+        assert b"limit; 100000009 characters were printed in all" in f.read()

@@ -1,0 +1,66 @@
+"""The tool API agent code calls, over the real gateway: discovery, calls, wrappers, errors, transports."""
+
+from __future__ import annotations
+
+import json
+
+from tests.runtime.conftest import RuntimeHarness, runtime_harness
+
+API_TOUR = """
+import json
+servers = list_servers()
+names = search_tools("customer")
+described = search_tools("customer", detail="description")
+full = search_tools("get customer", detail="full")
+tool = get_tool("demo/get_customer")
+customer = call_tool("demo/get_customer", {"customer_id": "C001"})
+from servers.demo import get_customer, list_customers
+via_wrapper = get_customer(customer_id="C001")
+errors = {}
+for name, args in [("demo/send_message", {"to": "x", "subject": "s", "body": "b"}), ("demo/nope", {}),
+                   ("demo/get_customer", {"customer_id": 7})]:
+    try:
+        call_tool(name, args)
+    except ToolError as exc:
+        errors[name] = exc.code
+print(json.dumps({"servers": servers, "names": names, "described": described, "full": full, "tool": tool,
+                  "customer": customer, "via_wrapper": via_wrapper, "plans": sorted({c["plan"] for c in
+                  list_customers()["customers"]}), "errors": errors}))
+"""
+
+
+def test_discovery_calls_wrappers_and_errors(harness: RuntimeHarness) -> None:
+    task = harness.task("tour", code=API_TOUR, tools={"deny": ["demo/send_message"]})
+    run = harness.run(task)
+    assert run.exit_code == 0, run.result
+    seen = json.loads(run.result["result"])
+    assert [s["name"] for s in seen["servers"]] == ["demo"]
+    assert "demo/get_customer" in seen["names"] and all(isinstance(n, str) for n in seen["names"])
+    assert all(set(d) == {"name", "description"} for d in seen["described"])
+    assert seen["full"][0]["name"] == "get_customer" and "inputSchema" in seen["full"][0]
+    assert seen["tool"]["inputSchema"]["required"] == ["customer_id"]
+    # Personal data arrives tokenized, the same token through call_tool and through the wrapper.
+    assert seen["customer"]["email"] == seen["via_wrapper"]["email"] == "[EMAIL_1]"
+    assert seen["plans"] == ["enterprise", "starter", "team"]
+    assert seen["errors"] == {
+        "demo/send_message": "forbidden",
+        "demo/nope": "not_found",
+        "demo/get_customer": "invalid_arguments",
+    }
+    assert run.result["usage"]["toolCalls"] == 6
+
+
+def test_cluster_transport_tcp_and_token_file() -> None:
+    """In the cluster the gateway is a URL and the token a file the kubelet rotates: read on every request."""
+    with runtime_harness(over_socket=False) as tcp:
+        run = tcp.run(tcp.task("tcp", code="print(call_tool('demo/get_customer', {'customer_id': 'C002'})['id'])"))
+    assert run.exit_code == 0, run.result
+    assert run.result["result"] == "C002\n"
+
+
+def test_a_refused_credential_fails_the_task_with_the_gateways_reason(harness: RuntimeHarness) -> None:
+    task = harness.task("stranger", code="print(list_servers())")
+    run = harness.run(task, token="not-a-token")
+    assert run.exit_code == 1
+    assert run.result["phase"] == "Failed"
+    assert run.result["error"].startswith("gateway: unauthenticated (401)")
