@@ -9,8 +9,11 @@ on the node's CNI bridge (br_netfilter makes bridged traffic traverse FORWARD):
   a connection is allowed only if the source's egress and the destination's ingress both allow it;
 - peers: podSelector, namespaceSelector, both, ipBlock (cidr, except); ports: protocol, number, named
   (resolved from the peer's container ports), endPort; empty `from`/`to`/`ports` match everything;
-- replies of allowed connections pass (conntrack); traffic between a pod and its own node is always
-  allowed (as the API says), so only FORWARD is filtered; denied packets are rejected.
+- replies of allowed connections pass (conntrack); denied packets are rejected;
+- FORWARD (pod to pod, pod to Service, pod to outside) and INPUT (pod to this node: the API server,
+  the kubelet) are filtered, as Calico and Cilium do; the node's own connections to pods (probes) are not;
+- fail closed: a new connection from an address of the pod network that no known pod has yet (a pod
+  that started between two polls) is rejected until the enforcer has seen the pod.
 
 It polls the API (pods, namespaces, policies) and rewrites its chains when the result changes.
   python -m tests.e2e.netpol --kubeconfig FILE --pod-cidr 10.88.0.0/24
@@ -114,7 +117,7 @@ def _rule(*parts: str) -> str:
     return " ".join(p for p in parts if p)
 
 
-def render(state: State) -> tuple[list[str], dict[str, list[str]]]:
+def render(state: State, pod_cidr: str) -> tuple[list[str], dict[str, list[str]]]:
     """The main chain's rules and every other chain's rules (per isolated pod and direction)."""
     main = [
         f"-A {MAIN} -m conntrack --ctstate ESTABLISHED,RELATED -j ACCEPT",
@@ -168,6 +171,8 @@ def render(state: State) -> tuple[list[str], dict[str, list[str]]]:
             rules.append(f"-A {name} -m mark ! --mark {mark}/{mark} -j REJECT")
             chains[name] = rules
             main.append(f"-A {MAIN} {this} {ip}/32 -j {name}")
+    main += [f"-A {MAIN} -s {p['status']['podIP']}/32 -j RETURN" for p in state.pods]
+    main.append(f"-A {MAIN} -s {pod_cidr} -j REJECT")
     return main, chains
 
 
@@ -202,14 +207,19 @@ def apply(main: list[str], chains: dict[str, list[str]], previous: set[str]) -> 
         iptables("-X", stale)
 
 
-def install_jump() -> None:
+JUMPS = (("FORWARD", "-j", MAIN), ("INPUT", "-j", MAIN))
+
+
+def install_jumps(pod_cidr: str) -> None:
     iptables("-N", MAIN)
-    if iptables("-C", "FORWARD", "-j", MAIN).returncode != 0:
-        iptables("-I", "FORWARD", "1", "-j", MAIN)
+    for parent, *rule in JUMPS:
+        if iptables("-C", parent, "-s", pod_cidr, *rule).returncode != 0:
+            iptables("-I", parent, "1", "-s", pod_cidr, *rule)
 
 
-def cleanup(chains: set[str]) -> None:
-    iptables("-D", "FORWARD", "-j", MAIN)
+def cleanup(chains: set[str], pod_cidr: str) -> None:
+    for parent, *rule in JUMPS:
+        iptables("-D", parent, "-s", pod_cidr, *rule)
     for name in [MAIN, *chains]:
         iptables("-F", name)
     for name in [MAIN, *chains]:
@@ -225,12 +235,12 @@ def main() -> None:
     config.load_kube_config(config_file=args.kubeconfig)
     pod_cidr = ipaddress.ip_network(args.pod_cidr)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
-    install_jump()
+    install_jumps(str(pod_cidr))
     current: tuple[list[str], dict[str, list[str]]] | None = None
     try:
         while True:
             try:
-                wanted = render(snapshot(pod_cidr))
+                wanted = render(snapshot(pod_cidr), str(pod_cidr))
             except Exception as exc:  # the API server restarting, a pod gone mid-list: try again
                 print(f"netpol: {exc}", file=sys.stderr, flush=True)
                 time.sleep(args.interval)
@@ -241,7 +251,7 @@ def main() -> None:
                 current = wanted
             time.sleep(args.interval)
     finally:
-        cleanup(set(current[1]) if current else set())
+        cleanup(set(current[1]) if current else set(), str(pod_cidr))
 
 
 if __name__ == "__main__":

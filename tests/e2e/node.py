@@ -55,7 +55,13 @@ CLUSTER_DOMAIN = "cluster.local"
 LOCK = Path("/run/mcpexec-e2e-node.lock")
 # Where the logs of a node go when it failed (or always, with MCPEXEC_E2E_KEEP_LOGS=1).
 LOGS_KEPT = Path(tempfile.gettempdir()) / "mcpexec-e2e-logs"
-DEBIAN_PACKAGES = {"containerd": "containerd", "runc": "runc", "containernetworking-plugins": "bridge"}
+DEBIAN_PACKAGES = {
+    "containerd": "containerd",
+    "runc": "runc",
+    "containernetworking-plugins": "bridge",
+    "iptables": "iptables",
+    "conntrack": "conntrack",
+}
 
 
 @dataclass(frozen=True)
@@ -427,7 +433,7 @@ def _delete_netpol_chains() -> None:
 
     dump = subprocess.run(["iptables-save", "-t", "filter"], capture_output=True, text=True).stdout
     chains = {line[1:].split()[0] for line in dump.splitlines() if line.startswith(f":{netpol.MAIN}-")}
-    netpol.cleanup(chains)
+    netpol.cleanup(chains, POD_SUBNET)
 
 
 def _delete_kube_firewall() -> None:
@@ -439,16 +445,21 @@ def _delete_kube_firewall() -> None:
 
 
 def _delete_cni_leftovers() -> None:
-    """Safety net: the NAT rules of CNI DELs that never ran (pods still running when the node died)."""
+    """Safety net: the NAT rules of CNI DELs that never ran or did not finish (pods still running when the
+    node died): every rule and chain of the bridge plugin that names this network."""
     dump = subprocess.run(["iptables-save", "-t", "nat"], capture_output=True, text=True).stdout
     marker = 'name: \\"mcpexec-e2e\\"'
+    chains = set()
     for line in dump.splitlines():
-        if line.startswith("-A POSTROUTING ") and marker in line:
+        if line.startswith("-A ") and marker in line:
             rule = shlex.split(line)
-            chain = rule[rule.index("-j") + 1]
-            subprocess.run(["iptables", "-t", "nat", "-D", *rule[1:]], capture_output=True)
-            subprocess.run(["iptables", "-t", "nat", "-F", chain], capture_output=True)
-            subprocess.run(["iptables", "-t", "nat", "-X", chain], capture_output=True)
+            if rule[1].startswith("CNI-"):
+                chains.add(rule[1])
+            else:
+                subprocess.run(["iptables", "-t", "nat", "-D", *rule[1:]], capture_output=True)
+    for chain in chains:
+        subprocess.run(["iptables", "-t", "nat", "-F", chain], capture_output=True)
+        subprocess.run(["iptables", "-t", "nat", "-X", chain], capture_output=True)
 
 
 def kubectl_binary() -> Path | None:

@@ -63,7 +63,10 @@ def test_gvisor_pod_reaches_the_host(e2e_node: Node, core: client.CoreV1Api, nam
     thread = threading.Thread(target=httpd.serve_forever, daemon=True)
     thread.start()
     try:
-        log = run_to_completion(core, namespace, pod("to-host", f"timeout 10 wget -q -O - http://{BRIDGE_IP}:{port}/"))
+        # Retried: the NetworkPolicy enforcer rejects a pod's packets until it has seen the pod (fail closed).
+        fetch = f"timeout 2 wget -q -O - http://{BRIDGE_IP}:{port}/"
+        script = f"for i in $(seq 30); do {fetch} && exit 0; sleep 0.5; done; exit 1"
+        log = run_to_completion(core, namespace, pod("to-host", script))
     finally:
         httpd.shutdown()
     assert body.decode() in log
