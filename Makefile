@@ -2,7 +2,7 @@
 PY := .venv/bin/python
 export PATH := $(CURDIR)/.venv/bin:$(PATH)
 
-.PHONY: install install-local test test-unit test-local test-cluster test-chart images lint bench demo clean
+.PHONY: install install-local test test-unit test-local test-cluster test-chart images e2e lint bench demo clean
 
 install:
 	@bash tests/setup/install.sh
@@ -27,6 +27,10 @@ test-chart: install
 
 images: install-local
 	bash images/build-rootfs.sh
+
+# A real single-node cluster (containerd, gVisor shim, kubelet, CNI, NetworkPolicy enforcement): not in `test`.
+e2e: install
+	$(PY) -m pytest -q -m e2e tests/e2e
 
 lint: install-local
 	$(PY) -m ruff check mcpexec controller gateway runtime images tests
