@@ -38,7 +38,7 @@ class SandboxRun:
     timeout_seconds: float
     memory_bytes: int
     cpu_millicores: int = 1000
-    max_processes: int = 128
+    max_processes: int = 32  # processes and threads of the task's code
     max_file_bytes: int = 1 << 30
     extra_binds: list[tuple[Path, str]] = field(default_factory=list)
 

@@ -29,10 +29,10 @@ class UnsafeProcessSandbox:
         }
         env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "PYTHONPATH": str(RUNTIME_PACKAGE.parent)}
         for key, value in run.env.items():
-            # Longest first: /run/mcpexec is a prefix of /run/mcpexec-result.
-            for inside in sorted(host_paths, key=len, reverse=True):
+            # The sandbox's paths (/workspace/..., unix:///run/mcpexec/...) become the host directories.
+            for inside, host in host_paths.items():
                 if inside in value:
-                    value = value.replace(inside, host_paths[inside], 1)
+                    value = value.replace(inside, host, 1)
                     break
             env[key] = value
         try:

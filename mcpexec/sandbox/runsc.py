@@ -5,11 +5,13 @@ python3 runs, and nothing else of the host is visible. The gateway is reached th
 which gVisor lets through only because of --fsgofer-host-uds.
 
 Limits, as this runsc build (Debian 2022-12-19, ptrace platform, cgroup v1) enforces them, each checked by
-a test or by hand: memory and pids through the host cgroups runsc creates (going over stops the whole
-sandbox); CPU rate through the cpu cgroup's CFS quota; RLIMIT_AS and RLIMIT_FSIZE inside gVisor (a clean
-MemoryError or EFBIG). CPU time is bounded by the wall-clock deadline (the runtime's own timer, then the
-kill of the sandbox): gVisor reports RLIMIT_CPU but does not enforce it, and RLIMIT_NPROC would be applied
-to runsc's own host threads and crash it, so neither is set.
+a test or by hand: memory through the host cgroup runsc creates (going over stops the whole sandbox); CPU
+rate through the cpu cgroup's CFS quota; RLIMIT_AS and RLIMIT_FSIZE inside gVisor (a clean MemoryError or
+EFBIG); processes by RLIMIT_NPROC set from inside the sandbox (a clean EAGAIN), with the host pids cgroup
+behind it (each guest process costs the ptrace platform several host tasks). CPU time is bounded by the
+wall-clock deadline (the runtime's own timer, then the kill of the sandbox): gVisor reports RLIMIT_CPU but
+does not enforce it. RLIMIT_NPROC is not in the OCI rlimits because runsc would apply it to its own host
+threads too, and crash.
 """
 
 from __future__ import annotations
@@ -39,6 +41,13 @@ from mcpexec.sandbox.base import (
 SANDBOX_PYTHON = "/usr/bin/python3"
 HOST_READ_ONLY = ("/usr", "/lib", "/lib64", "/bin")
 CFS_PERIOD_US = 100_000
+HOST_TASKS_PER_PROCESS = 16  # host pids a guest process may cost under ptrace (measured: ~9), with margin
+# The sandbox's first process: uid 65534 lowers its own RLIMIT_NPROC (soft and hard, so the task's code
+# cannot raise it again), then runs the runtime as `python3 -m runtime` would.
+LAUNCH_RUNTIME = (
+    "import resource, runpy; resource.setrlimit(resource.RLIMIT_NPROC, ({limit}, {limit})); "
+    "runpy.run_module('runtime', run_name='__main__', alter_sys=True)"
+)
 
 
 def _bind(source: Path | str, destination: str, read_only: bool) -> dict[str, Any]:
@@ -70,7 +79,7 @@ def oci_config(run: SandboxRun) -> dict[str, Any]:
         "ociVersion": "1.0.0",
         "process": {
             "user": {"uid": SANDBOX_UID, "gid": SANDBOX_UID},
-            "args": [SANDBOX_PYTHON, "-m", "runtime"],
+            "args": [SANDBOX_PYTHON, "-c", LAUNCH_RUNTIME.format(limit=run.max_processes)],
             "env": [f"{k}={v}" for k, v in env.items()],
             "cwd": WORKSPACE,
             "noNewPrivileges": True,
@@ -88,7 +97,7 @@ def oci_config(run: SandboxRun) -> dict[str, Any]:
             "namespaces": [{"type": t} for t in ("pid", "network", "ipc", "uts", "mount")],
             "resources": {
                 "memory": {"limit": run.memory_bytes},
-                "pids": {"limit": run.max_processes},
+                "pids": {"limit": run.max_processes * HOST_TASKS_PER_PROCESS},
                 "cpu": {"quota": run.cpu_millicores * CFS_PERIOD_US // 1000, "period": CFS_PERIOD_US},
             },
         },

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-import subprocess
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -37,7 +37,23 @@ def run_code(code: str, servers: dict[str, MCPServerSpec], **spec: Any) -> Local
     return asyncio.run(run_task(task, servers, RunscSandbox()))
 
 
-def live_sandboxes() -> list[str]:
-    """Pids of gVisor sandboxes started by RunscSandbox (its private --root), not other users' pods."""
-    found = subprocess.run(["pgrep", "-f", "runsc-sandbox --root=\\S*/mcpexec-runsc-"], capture_output=True, text=True)
-    return found.stdout.split()
+def orphaned_sandboxes(grace_seconds: float = 10) -> list[int]:
+    """gVisor sandboxes of RunscSandbox still alive after their run ended (their private --root is gone).
+
+    Sandboxes of runs still going on (another test session on this machine) keep their --root and are not
+    counted. A sandbox gets `grace_seconds` to finish exiting after `runsc delete`.
+    """
+    deadline = time.monotonic() + grace_seconds
+    while True:
+        orphans = []
+        for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+            try:
+                args = cmdline.read_bytes().decode(errors="replace").split("\0")
+            except OSError:
+                continue
+            roots = [a.removeprefix("--root=") for a in args if a.startswith("--root=") and "/mcpexec-runsc-" in a]
+            if args[0] == "runsc-sandbox" and roots and not Path(roots[0]).exists():
+                orphans.append(int(cmdline.parent.name))
+        if not orphans or time.monotonic() > deadline:
+            return orphans
+        time.sleep(0.1)

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import contextlib
 import platform
+import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from mcpexec.agenttask import MCPServerSpec
 from runtime.output import LOG_LIMIT_BYTES
-from tests.local.conftest import live_sandboxes, run_code
+from tests.local.conftest import orphaned_sandboxes, run_code
 
 
 def test_code_runs_under_gvisor_as_nobody(demo_servers: dict[str, MCPServerSpec]) -> None:
@@ -108,11 +111,9 @@ except OSError as exc:
     print("fork refused after", children, type(exc).__name__)
 """
     outcome = run_code(code, demo_servers, timeoutSeconds=20)
-    # gVisor (ptrace platform) backs guest processes with host threads, so the pids cgroup stops the
-    # whole sandbox rather than one fork: the run fails, the host is untouched, the next run works.
-    assert outcome.phase == "Failed"
-    assert outcome.error and "limit" in outcome.error
-    assert live_sandboxes() == [], "no sandbox process survives the run"
+    assert outcome.phase == "Succeeded", outcome.error
+    assert "fork refused after 31 BlockingIOError" in outcome.result, "32 processes, the runtime included"
+    assert orphaned_sandboxes() == [], "the sleeping children went with the sandbox"
     assert run_code("print('still fine')", demo_servers).result.strip() == "still fine"
 
 
@@ -130,7 +131,7 @@ def test_loop_that_disarms_the_runtimes_timer_is_killed_at_the_deadline(
     outcome = run_code(code, demo_servers, timeoutSeconds=2)
     assert outcome.phase == "TimedOut"
     assert outcome.error == "the task ran past its timeoutSeconds"
-    assert live_sandboxes() == [], "the killed sandbox is gone"
+    assert orphaned_sandboxes() == [], "the killed sandbox is gone"
 
 
 def test_huge_print_is_truncated_and_kept(demo_servers: dict[str, MCPServerSpec]) -> None:
@@ -146,3 +147,39 @@ def test_huge_print_is_truncated_and_kept(demo_servers: dict[str, MCPServerSpec]
         assert f.read(1000) == b"x" * 1000
         f.seek(LOG_LIMIT_BYTES)
         assert b"limit; 100000009 characters were printed in all" in f.read()
+
+
+def test_limits_reach_the_sandboxs_host_cgroups(demo_servers: dict[str, MCPServerSpec]) -> None:
+    """runsc puts the task's memory and CPU limits, and the pids backstop, on the host's cgroups.
+
+    The sandbox's cgroup is the one with this task's unusual memory limit (other test sessions may run
+    sandboxes on this machine at the same time); none with it would mean the limit never reached the host.
+    """
+    cgroups = Path("/sys/fs/cgroup")
+    memory = str(301 << 20)
+
+    def ours() -> list[str]:
+        found = []
+        for limit in (cgroups / "memory").glob("mcpexec-*/memory.limit_in_bytes"):
+            with contextlib.suppress(OSError):
+                if limit.read_text().strip() == memory:
+                    found.append(limit.parent.name)
+        return found
+
+    with ThreadPoolExecutor(1) as pool:
+        limits = {"cpu": "500m", "memory": "301Mi"}
+        running = pool.submit(
+            run_code, "import time\ntime.sleep(5)\nprint('done')", demo_servers, resources={"limits": limits}
+        )
+        while not (names := ours()) and not running.done():
+            time.sleep(0.05)
+        assert names, "a cgroup with the task's memory limit appeared while the sandbox ran"
+        seen = {
+            "quota": (cgroups / "cpu" / names[0] / "cpu.cfs_quota_us").read_text().strip(),
+            "period": (cgroups / "cpu" / names[0] / "cpu.cfs_period_us").read_text().strip(),
+            "pids": (cgroups / "pids" / names[0] / "pids.max").read_text().strip(),
+        }
+        outcome = running.result()
+    assert outcome.result == "done\n"
+    assert seen == {"quota": "50000", "period": "100000", "pids": "512"}
+    assert not (cgroups / "memory" / names[0]).exists(), "runsc removed the cgroup with the sandbox"
