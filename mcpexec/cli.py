@@ -14,6 +14,7 @@ from pathlib import Path
 import yaml
 from pydantic import SecretStr, ValidationError
 
+from gateway.logs import configure as configure_logs
 from gateway.settings import LLMUpstream, load_servers_file
 from mcpexec.agenttask import AgentTask, MCPServerSpec, parse_agenttask
 from mcpexec.local_run import LocalOutcome, TaskError, run_task
@@ -101,7 +102,8 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument("--servers", type=Path, help="MCP servers file (default: the embedded demo server)")
     run.add_argument("--unsafe-no-sandbox", action="store_true", help="run without gVisor (NOT isolated)")
     args = parser.parse_args(argv)
-    logging.basicConfig(level=os.environ.get("MCPEXEC_LOG_LEVEL", "WARNING"))
+    level = os.environ.get("MCPEXEC_LOG_LEVEL", "WARNING").upper()
+    configure_logs(logging.getLevelNamesMapping().get(level, logging.WARNING))
     try:
         task = load_task(args.task)
         servers = load_servers(args.servers)

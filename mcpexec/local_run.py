@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import os
 import shutil
 import tempfile
@@ -32,6 +33,8 @@ from mcpexec.sandbox.base import (
     Sandbox,
     SandboxRun,
 )
+
+log = logging.getLogger(__name__)
 
 SOCKET_NAME = "gateway.sock"
 # When a task sets no limit (the AgentTask's default limits are 1 CPU and 512Mi).
@@ -155,7 +158,19 @@ async def run_task(
             memory_bytes=_memory_bytes(task),
             cpu_millicores=_cpu_millicores(task),
         )
+        log.info("sandbox starting", extra={"task": task.task_id, "sandbox": sandbox.name, "run": str(paths.workspace)})
+        started = time.monotonic()
         completed = await asyncio.to_thread(sandbox.run, run)
+        log.info(
+            "sandbox finished",
+            extra={
+                "task": task.task_id,
+                "exit_code": completed.exit_code,
+                "timed_out": completed.timed_out,
+                "seconds": round(time.monotonic() - started, 3),
+                "sandbox_stderr": completed.stderr[-2000:],
+            },
+        )
         usage = gateway.usage(task.task_id)
     finally:
         await gateway.stop()
