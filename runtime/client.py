@@ -47,26 +47,28 @@ class Gateway:
         self._local = threading.local()
         self.tool_calls = 0
 
-    def _connection(self) -> http.client.HTTPConnection:
+    def _connection(self) -> tuple[http.client.HTTPConnection, bool]:
+        """The thread's connection, and whether it was used before (a kept-alive one the server may close)."""
         conn: http.client.HTTPConnection | None = getattr(self._local, "conn", None)
-        if conn is None:
-            url = urllib.parse.urlsplit(self._env.gateway_url)
-            if url.scheme == "unix":
-                conn = _UnixConnection(url.path)
-            elif url.scheme == "https":
-                conn = http.client.HTTPSConnection(url.netloc, timeout=_TIMEOUT_SECONDS)
-            else:
-                conn = http.client.HTTPConnection(url.netloc, timeout=_TIMEOUT_SECONDS)
-            self._local.conn = conn
-        return conn
+        if conn is not None:
+            return conn, True
+        url = urllib.parse.urlsplit(self._env.gateway_url)
+        if url.scheme == "unix":
+            conn = _UnixConnection(url.path)
+        elif url.scheme == "https":
+            conn = http.client.HTTPSConnection(url.netloc, timeout=_TIMEOUT_SECONDS)
+        else:
+            conn = http.client.HTTPConnection(url.netloc, timeout=_TIMEOUT_SECONDS)
+        self._local.conn = conn
+        return conn, False
 
     def request(self, method: str, path: str, body: Any = None, query: dict[str, str] | None = None) -> Any:
         if query:
             path = f"{path}?{urllib.parse.urlencode(query)}"
         payload = None if body is None else json.dumps(body).encode()
         headers = {"Authorization": f"Bearer {self._env.bearer()}", "Content-Type": "application/json"}
-        for attempt in (1, 2):
-            conn = self._connection()
+        while True:
+            conn, reused = self._connection()
             try:
                 conn.request(method, path, body=payload, headers=headers)
                 response = conn.getresponse()
@@ -75,7 +77,9 @@ class Gateway:
             except (ConnectionError, http.client.HTTPException):
                 conn.close()
                 self._local.conn = None
-                if attempt == 2:
+                # Only a kept-alive connection the server closed while idle is retried, on a fresh one:
+                # a tool call is never sent twice because a fresh connection failed.
+                if not reused:
                     raise
         answer = json.loads(raw) if raw else None
         if response.status >= 400:

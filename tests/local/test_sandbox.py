@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import contextlib
+import os
 import platform
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from mcpexec.agenttask import MCPServerSpec
+from mcpexec.agenttask import SANDBOX_UID, MCPServerSpec
 from runtime.output import LOG_LIMIT_BYTES
 from tests.local.conftest import orphaned_sandboxes, run_code
 
@@ -183,3 +184,22 @@ def test_limits_reach_the_sandboxs_host_cgroups(demo_servers: dict[str, MCPServe
     assert outcome.result == "done\n"
     assert seen == {"quota": "50000", "period": "100000", "pids": "512"}
     assert not (cgroups / "memory" / names[0]).exists(), "runsc removed the cgroup with the sandbox"
+
+
+def test_read_only_skills_can_be_used_but_not_changed(demo_servers: dict[str, MCPServerSpec], state_home: Path) -> None:
+    (state_home / "skills" / "ro-team" / "greet").mkdir(parents=True)
+    (state_home / "skills" / "ro-team" / "greet" / "skill.py").write_text("def greet():\n    return 'hello'\n")
+    (state_home / "skills" / "ro-team" / "greet" / "SKILL.md").write_text("# greet\n\nSays hello.\n")
+    for path in [state_home / "skills" / "ro-team", *(state_home / "skills" / "ro-team").rglob("*")]:
+        os.chown(path, SANDBOX_UID, SANDBOX_UID)  # the sandbox's own files: only the read-only mount refuses
+    code = """
+print(load_skill("greet").greet(), list_skills())
+try:
+    save_skill("greet", "def greet():\\n    return 'pwned'\\n", "overwritten")
+except OSError as exc:
+    print("refused", type(exc).__name__, exc.errno)
+"""
+    outcome = run_code(code, demo_servers, skills={"owner": "ro-team", "readOnly": True})
+    assert outcome.phase == "Succeeded", outcome.error
+    assert outcome.result == "hello [{'name': 'greet', 'description': 'Says hello.'}]\nrefused OSError 30\n"
+    assert "hello" in (state_home / "skills" / "ro-team" / "greet" / "skill.py").read_text()

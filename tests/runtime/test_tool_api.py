@@ -64,3 +64,17 @@ def test_a_refused_credential_fails_the_task_with_the_gateways_reason(harness: R
     assert run.exit_code == 1
     assert run.result["phase"] == "Failed"
     assert run.result["error"].startswith("gateway: unauthenticated (401)")
+
+
+def test_a_kept_alive_connection_the_gateway_closed_is_replaced(harness: RuntimeHarness) -> None:
+    """The gateway (uvicorn) drops connections idle for 5 s; code that pauses longer keeps working."""
+    code = """
+import time
+first = call_tool("demo/get_customer", {"customer_id": "C001"})["id"]
+time.sleep(6)
+print(first, call_tool("demo/get_customer", {"customer_id": "C002"})["id"])
+"""
+    run = harness.run(harness.task("idle", code=code))
+    assert run.exit_code == 0, run.result
+    assert run.result["result"] == "C001 C002\n"
+    assert run.result["usage"]["toolCalls"] == 2
