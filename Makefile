@@ -17,7 +17,7 @@ test-unit: install-local
 	$(PY) -m pytest -q tests/unit tests/gateway
 
 test-local: install-local
-	$(PY) -m pytest -q tests/local
+	$(PY) -m pytest -q tests/local tests/runtime
 
 test-cluster: install
 	$(PY) -m pytest -q tests/cluster
