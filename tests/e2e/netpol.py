@@ -12,8 +12,8 @@ on the node's CNI bridge (br_netfilter makes bridged traffic traverse FORWARD):
 - replies of allowed connections pass (conntrack); denied packets are rejected;
 - FORWARD (pod to pod, pod to Service, pod to outside) and INPUT (pod to this node: the API server,
   the kubelet) are filtered, as Calico and Cilium do; the node's own connections to pods (probes) are not;
-- fail closed: a new connection from an address of the pod network that no known pod has yet (a pod
-  that started between two polls) is rejected until the enforcer has seen the pod.
+- fail closed: new packets from an address of the pod network that no known pod has yet (a pod that
+  started between two polls) are dropped until the enforcer has seen the pod (DNS and TCP retry).
 
 It polls the API (pods, namespaces, policies) and rewrites its chains when the result changes.
   python -m tests.e2e.netpol --kubeconfig FILE --pod-cidr 10.88.0.0/24
@@ -172,7 +172,8 @@ def render(state: State, pod_cidr: str) -> tuple[list[str], dict[str, list[str]]
             chains[name] = rules
             main.append(f"-A {MAIN} {this} {ip}/32 -j {name}")
     main += [f"-A {MAIN} -s {p['status']['podIP']}/32 -j RETURN" for p in state.pods]
-    main.append(f"-A {MAIN} -s {pod_cidr} -j REJECT")
+    # Dropped, not rejected: the pod's resolver and TCP retry, and by then the enforcer knows the pod.
+    main.append(f"-A {MAIN} -s {pod_cidr} -j DROP")
     return main, chains
 
 
