@@ -15,8 +15,10 @@ AUDIENCE = "mcpexec-gateway"
 
 
 class LLMUpstream(BaseModel):
-    """An OpenAI-compatible endpoint; only the gateway holds its key."""
+    """The model endpoint; only the gateway holds its key. Sandboxes always speak OpenAI chat completions:
+    with `api: anthropic` the gateway translates to the Anthropic Messages API (`{base_url}/v1/messages`)."""
 
+    api: Literal["openai", "anthropic"] = "openai"
     base_url: Annotated[str, Field(pattern=r"^https?://")]
     api_key: SecretStr
     default_model: str | None = None
@@ -30,18 +32,37 @@ class Limits(BaseModel):
     vault_ttl_seconds: Annotated[int, Field(ge=60)] = 86_400
 
 
-class GatewaySettings(BaseSettings):
-    """`python -m gateway` reads these from the environment (names as the Helm chart sets them)."""
+class LLMSettings(BaseSettings):
+    """The model upstream from the environment (LLM_API, LLM_BASE_URL, LLM_API_KEY, LLM_MODEL): the gateway's and
+    `mcpexec run`'s."""
 
     model_config = SettingsConfigDict(extra="ignore")
+
+    llm_api: Literal["openai", "anthropic"] = Field(
+        default="openai", validation_alias=AliasChoices("LLM_API", "llm_api")
+    )
+    llm_base_url: str | None = Field(default=None, validation_alias=AliasChoices("LLM_BASE_URL", "llm_base_url"))
+    llm_api_key: SecretStr | None = Field(default=None, validation_alias=AliasChoices("LLM_API_KEY", "llm_api_key"))
+    llm_model: str | None = Field(default=None, validation_alias=AliasChoices("LLM_MODEL", "llm_model"))
+
+    def llm(self) -> LLMUpstream | None:
+        if not self.llm_base_url:
+            return None
+        return LLMUpstream(
+            api=self.llm_api,
+            base_url=self.llm_base_url,
+            api_key=self.llm_api_key or SecretStr(""),
+            default_model=self.llm_model,
+        )
+
+
+class GatewaySettings(LLMSettings):
+    """`python -m gateway` reads these from the environment (names as the Helm chart sets them)."""
 
     mode: Literal["cluster"] = Field(default="cluster", validation_alias=AliasChoices("MCPEXEC_GATEWAY_MODE", "mode"))
     host: str = Field(default="0.0.0.0", validation_alias=AliasChoices("MCPEXEC_GATEWAY_HOST", "host"))
     port: int = Field(default=8000, validation_alias=AliasChoices("MCPEXEC_GATEWAY_PORT", "port"))
     redis_url: str = Field(validation_alias=AliasChoices("REDIS_URL", "redis_url"))
-    llm_base_url: str | None = Field(default=None, validation_alias=AliasChoices("LLM_BASE_URL", "llm_base_url"))
-    llm_api_key: SecretStr | None = Field(default=None, validation_alias=AliasChoices("LLM_API_KEY", "llm_api_key"))
-    llm_model: str | None = Field(default=None, validation_alias=AliasChoices("LLM_MODEL", "llm_model"))
     audience: str = Field(default=AUDIENCE, validation_alias=AliasChoices("MCPEXEC_GATEWAY_AUDIENCE", "audience"))
     servers_refresh_seconds: float = Field(
         default=30.0,
@@ -53,15 +74,6 @@ class GatewaySettings(BaseSettings):
         default_factory=list,
         validation_alias=AliasChoices("MCPEXEC_STDIO_SERVER_NAMESPACES", "stdio_server_namespaces"),
     )
-
-    def llm(self) -> LLMUpstream | None:
-        if self.llm_base_url is None:
-            return None
-        return LLMUpstream(
-            base_url=self.llm_base_url,
-            api_key=self.llm_api_key or SecretStr(""),
-            default_model=self.llm_model,
-        )
 
 
 class ServersFile(BaseModel):

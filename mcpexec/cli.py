@@ -12,10 +12,10 @@ from importlib import resources
 from pathlib import Path
 
 import yaml
-from pydantic import SecretStr, ValidationError
+from pydantic import ValidationError
 
 from gateway.logs import configure as configure_logs
-from gateway.settings import LLMUpstream, load_servers_file
+from gateway.settings import LLMSettings, LLMUpstream, load_servers_file
 from mcpexec.agenttask import AgentTask, MCPServerSpec, parse_agenttask
 from mcpexec.local_run import LocalOutcome, TaskError, run_task
 from mcpexec.sandbox.base import Sandbox, SandboxError
@@ -58,14 +58,10 @@ def load_servers(path: Path | None) -> dict[str, MCPServerSpec]:
 
 
 def llm_from_env() -> LLMUpstream | None:
-    base_url = os.environ.get("LLM_BASE_URL")
-    if not base_url:
-        return None
-    return LLMUpstream(
-        base_url=base_url,
-        api_key=SecretStr(os.environ.get("LLM_API_KEY", "")),
-        default_model=os.environ.get("LLM_MODEL"),
-    )
+    try:
+        return LLMSettings().llm()
+    except ValidationError as exc:
+        raise UsageError(f"invalid LLM_* environment: {exc}") from None
 
 
 def choose_sandbox(unsafe: bool) -> Sandbox:
