@@ -1,4 +1,6 @@
-"""OpenAI-compatible chat completions proxy: the sandbox sends tokenized messages, the gateway adds the key.
+"""Chat completions proxy: the sandbox sends OpenAI-shaped requests, the gateway adds the key.
+
+The upstream is OpenAI-compatible, or Anthropic's Messages API (translated in gateway/llm_anthropic.py).
 
 Messages are tokenized on the way up (whatever the sandbox put in them) and the answer on the way down,
 so neither the model nor the sandbox sees raw PII. Streaming is not offered: the answer must be tokenized whole.
@@ -14,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from gateway import audit
 from gateway.errors import GatewayError, InvalidArguments, LLMUnavailable, UpstreamError
+from gateway.llm_anthropic import API_VERSION, MessagesResponse, to_chat_completion, to_messages_request
 from gateway.metrics import GatewayMetrics
 from gateway.pii.tokenizer import PiiTokenizer
 from gateway.settings import LLMUpstream
@@ -94,9 +97,26 @@ class LLMProxy:
         return answer
 
     async def _post(self, body: dict[str, Any]) -> ChatCompletionResponse:
-        assert self._upstream is not None
-        url = self._upstream.base_url.rstrip("/") + "/chat/completions"
-        headers = {"Authorization": f"Bearer {self._upstream.api_key.get_secret_value()}"}
+        upstream = self._upstream
+        assert upstream is not None
+        key = upstream.api_key.get_secret_value()
+        base = upstream.base_url.rstrip("/")
+        if upstream.api == "anthropic":
+            answer = await self._send(
+                base + "/v1/messages", to_messages_request(body), {"x-api-key": key, "anthropic-version": API_VERSION}
+            )
+            try:
+                message = MessagesResponse.model_validate(answer)
+            except ValueError:
+                raise UpstreamError("LLM upstream sent an answer that is not a Messages API message") from None
+            return ChatCompletionResponse.model_validate(to_chat_completion(message))
+        answer = await self._send(base + "/chat/completions", body, {"Authorization": f"Bearer {key}"})
+        try:
+            return ChatCompletionResponse.model_validate(answer)
+        except ValueError:
+            raise UpstreamError("LLM upstream sent an answer that is not a chat completion") from None
+
+    async def _send(self, url: str, body: dict[str, Any], headers: dict[str, str]) -> Any:
         try:
             response = await self._http.post(url, json=body, headers=headers)
         except httpx.HTTPError as exc:
@@ -104,9 +124,9 @@ class LLMProxy:
         if response.status_code != 200:
             raise UpstreamError(f"LLM upstream answered {response.status_code}")
         try:
-            return ChatCompletionResponse.model_validate(response.json())
+            return response.json()
         except ValueError:
-            raise UpstreamError("LLM upstream sent an answer that is not a chat completion") from None
+            raise UpstreamError("LLM upstream sent an answer that is not JSON") from None
 
     async def close(self) -> None:
         await self._http.aclose()

@@ -242,9 +242,27 @@ def test_gateway_finds_its_redis() -> None:
     assert by_url["REDIS_URL"]["value"] == "rediss://vault:6380/0"
 
 
+def test_gateway_gets_the_model_upstream_and_its_key_from_a_secret() -> None:
+    assert not {"LLM_API", "LLM_BASE_URL", "LLM_API_KEY"} & set(
+        _env(_by_kind(render(), "Deployment")["rel-mcpexec-gateway"])
+    )
+    docs = render(
+        "--set", "llm.api=anthropic", "--set", "llm.baseUrl=https://api.anthropic.com",
+        "--set", "llm.apiKeySecret.name=claude", "--set", "llm.model=claude-x",
+    )  # fmt: skip
+    env = _env(_by_kind(docs, "Deployment")["rel-mcpexec-gateway"])
+    assert [env[n]["value"] for n in ("LLM_API", "LLM_BASE_URL", "LLM_MODEL")] == [
+        "anthropic", "https://api.anthropic.com", "claude-x",
+    ]  # fmt: skip
+    assert env["LLM_API_KEY"]["valueFrom"]["secretKeyRef"] == {"name": "claude", "key": "api-key"}
+    operator = _by_kind(docs, "Deployment")["rel-mcpexec-operator"]
+    assert "claude" not in json.dumps(operator)  # only the gateway holds the key
+
+
 @pytest.mark.parametrize(
     ("values", "expected"),
     [
+        (["--set", "llm.api=palm"], "/llm/api"),
         (["--set", "gateway.replicas=0"], "/gateway/replicas"),
         (["--set", "images.pullPolicy=Sometimes"], "/images/pullPolicy"),
         (["--set", "images.redis.tag="], "/images/redis/tag"),

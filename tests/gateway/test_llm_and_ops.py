@@ -1,7 +1,7 @@
 """LLM proxy, rate limits, metrics and the audit log.
 
-The LLM upstream here is a scripted OpenAI-compatible HTTP server started by the test on loopback (the one
-stand-in in these tests: a model is an external service). Everything else is real.
+The LLM upstream here is a scripted OpenAI-compatible or Anthropic Messages API server started by the test on
+loopback (the one stand-in in these tests: a model is an external service). Everything else is real.
 """
 
 from __future__ import annotations
@@ -61,6 +61,69 @@ def test_llm_proxy_tokenizes_both_ways_and_holds_the_key(small_gateway: GatewayT
     with small_gateway.client_for(task) as c:
         streaming = c.post("/v1/llm/chat/completions", json={**request, "stream": True})
         assert streaming.status_code == 422
+
+
+@pytest.fixture(scope="module")
+def claude() -> Iterator[ScriptedLLM]:
+    with ScriptedLLM([REPLY], api="anthropic") as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def anthropic_gateway(claude: ScriptedLLM, workdir: Path) -> Iterator[GatewayThread]:
+    upstream = LLMUpstream(api="anthropic", base_url=claude.url, api_key=SecretStr("sk-ant-upstream"))
+    servers = {"demo": demo_spec(workdir / "outbox-claude.jsonl")}
+    with start_gateway(servers, workdir / "gw-claude.sock", llm=upstream) as gw:
+        yield gw
+
+
+def test_anthropic_upstream_gets_a_messages_request_and_the_sandbox_an_openai_answer(
+    anthropic_gateway: GatewayThread, claude: ScriptedLLM
+) -> None:
+    task = make_task("llm-claude", ["demo"], model="claude-task")
+    request = {
+        "messages": [
+            {"role": "system", "content": "You help with customers."},
+            {"role": "user", "content": [{"type": "text", "text": "Email dave@example.com"}]},
+            {"role": "user", "content": "and call +1 202-555-0143"},
+        ],
+        "temperature": 0,
+        "stop": "```\n",
+        "seed": 7,
+    }
+    with anthropic_gateway.client_for(task) as c:
+        answer = c.post("/v1/llm/chat/completions", json=request)
+        refused = {
+            "image": c.post(
+                "/v1/llm/chat/completions",
+                json={"messages": [{"role": "user", "content": [{"type": "image_url", "image_url": {"url": "x"}}]}]},
+            ),
+            "tools": c.post("/v1/llm/chat/completions", json={**request, "tools": []}),
+            "tool role": c.post("/v1/llm/chat/completions", json={"messages": [{"role": "tool", "content": "x"}]}),
+        }
+    assert answer.status_code == 200, answer.text
+    headers, sent = claude.requests[-1]
+    assert headers["x-api-key"] == "sk-ant-upstream" and headers["anthropic-version"] == "2023-06-01"
+    assert "Authorization" not in headers
+    assert sent == {
+        "model": "claude-task",
+        "system": "You help with customers.",
+        "messages": [{"role": "user", "content": "Email [EMAIL_1]\n\nand call [PHONE_1]"}],
+        "max_tokens": 4096,
+        "temperature": 0,
+        "stop_sequences": ["```\n"],
+    }
+    body = answer.json()
+    assert body["choices"][0] == {
+        "index": 0,
+        "message": {"role": "assistant", "content": "Sure, I will write to [EMAIL_2] and call [PHONE_1]."},
+        "finish_reason": "stop",
+    }
+    assert anthropic_gateway.gateway.usage(task.task_id) == {
+        "llmTurns": 1, "tokensIn": 21, "tokensOut": 13, "toolCalls": 0,
+    }  # fmt: skip
+    assert {name: r.status_code for name, r in refused.items()} == {"image": 422, "tools": 422, "tool role": 422}
+    assert len(claude.requests) == 1  # refused requests never left the gateway
 
 
 def test_rate_limit_per_task(small_gateway: GatewayThread) -> None:

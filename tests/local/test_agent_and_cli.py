@@ -1,7 +1,7 @@
 """The agent loop and the `mcpexec` command, end to end under gVisor.
 
-The model is the one stand-in: a scripted OpenAI-compatible endpoint on loopback (no hosted model is
-reachable here). The gateway's LLM proxy, the demo MCP server, the sandbox and the runtime are real.
+The model is the one stand-in: a scripted OpenAI-compatible or Anthropic Messages endpoint on loopback (no
+hosted model is reachable here). The gateway's LLM proxy, the demo MCP server, the sandbox and the runtime are real.
 """
 
 from __future__ import annotations
@@ -73,6 +73,23 @@ def test_agent_loop_stops_at_max_turns(demo_servers: dict[str, MCPServerSpec]) -
     assert outcome.phase == "Failed"
     assert outcome.error == "no final answer after 2 turns"
     assert len(llm.requests) == 2
+
+
+def test_cli_agent_with_an_anthropic_upstream_from_the_environment(tmp_path: Path) -> None:
+    task = agenttask("claude", code=None, prompt="Email of C001?", mcpServers=["demo"], model="claude-x")
+    path = tmp_path / "agent.yaml"
+    path.write_text(yaml.safe_dump(task))
+    with ScriptedLLM(TURNS, api="anthropic") as llm:
+        env = {"LLM_API": "anthropic", "LLM_BASE_URL": llm.url, "LLM_API_KEY": "sk-ant-only-in-gateway"}
+        done = _mcpexec("run", str(path), env=env)
+        bad = _mcpexec("run", str(path), env={**env, "LLM_API": "palm"})
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "Alice's address is on file."
+    assert json.loads(done.stderr.strip().splitlines()[-1])["usage"]["llmTurns"] == 3
+    assert [body["model"] for _, body in llm.requests] == ["claude-x"] * 3
+    seen = json.dumps([body for _, body in llm.requests])
+    assert "email: [EMAIL_1]" in seen and RAW_EMAIL not in seen
+    assert bad.returncode == 2 and "invalid LLM_* environment" in bad.stderr
 
 
 def _mcpexec(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:

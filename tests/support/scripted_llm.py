@@ -1,7 +1,9 @@
-"""A scripted OpenAI-compatible chat-completions endpoint on loopback: the one stand-in in the tests.
+"""A scripted model endpoint on loopback: the one stand-in in the tests (a hosted model cannot be reached here).
 
-A hosted model cannot be reached here; this plays one, answering with the replies it was given (in turn,
-the last one repeated) and recording every request, so tests can check what a model would have seen.
+It answers with the replies it was given (in turn, the last one repeated) and records every request, so tests
+can check what a model would have seen. `api="openai"` serves `POST {url}/chat/completions`; `api="anthropic"`
+serves `POST {url}/v1/messages` and, like the Messages API, refuses a request without its key header, version
+header or max_tokens, with unknown fields, or with roles other than user/assistant (400).
 """
 
 from __future__ import annotations
@@ -9,33 +11,75 @@ from __future__ import annotations
 import json
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import Any, Literal
 
 USAGE = {"prompt_tokens": 21, "completion_tokens": 13, "total_tokens": 34}
+MESSAGES_FIELDS = {
+    "model", "messages", "max_tokens", "system", "temperature", "top_p", "top_k", "stop_sequences", "metadata",
+    "stream", "tools", "tool_choice", "thinking", "service_tier",
+}  # fmt: skip
+
+
+def _chat_completion(body: dict[str, Any], reply: str, number: int) -> dict[str, Any]:
+    return {
+        "id": f"chatcmpl-{number}",
+        "object": "chat.completion",
+        "model": body.get("model", "scripted"),
+        "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": reply}}],
+        "usage": USAGE,
+    }
+
+
+def _messages_problem(headers: dict[str, str], body: dict[str, Any]) -> str | None:
+    if not headers.get("x-api-key") or not headers.get("anthropic-version"):
+        return "x-api-key and anthropic-version headers are required"
+    if unknown := set(body) - MESSAGES_FIELDS:
+        return f"unknown fields: {sorted(unknown)}"
+    if not isinstance(body.get("max_tokens"), int) or not body.get("model"):
+        return "model and max_tokens are required"
+    if any(m.get("role") not in ("user", "assistant") for m in body.get("messages", [])):
+        return "roles must be user or assistant"
+    return None
+
+
+def _message(body: dict[str, Any], reply: str, number: int) -> dict[str, Any]:
+    return {
+        "id": f"msg_{number}",
+        "type": "message",
+        "role": "assistant",
+        "model": body["model"],
+        "content": [{"type": "text", "text": reply}],
+        "stop_reason": "end_turn",
+        "stop_sequence": None,
+        "usage": {"input_tokens": USAGE["prompt_tokens"], "output_tokens": USAGE["completion_tokens"]},
+    }
 
 
 class ScriptedLLM:
-    def __init__(self, replies: list[str]) -> None:
+    def __init__(self, replies: list[str], api: Literal["openai", "anthropic"] = "openai") -> None:
         self.requests: list[tuple[dict[str, str], dict[str, Any]]] = []
         llm = self
+        path = "/v1/messages" if api == "anthropic" else "/v1/chat/completions"
 
         class Handler(BaseHTTPRequestHandler):
             def do_POST(self) -> None:
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                headers = {k.lower(): v for k, v in self.headers.items()}
+                if self.path != path:
+                    return self._send(404, {"error": f"no {self.path}"})
                 llm.requests.append((dict(self.headers), body))
                 reply = replies[min(len(llm.requests), len(replies)) - 1]
-                answer = json.dumps(
-                    {
-                        "id": f"chatcmpl-{len(llm.requests)}",
-                        "object": "chat.completion",
-                        "model": body.get("model", "scripted"),
-                        "choices": [
-                            {"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": reply}}
-                        ],
-                        "usage": USAGE,
-                    }
-                ).encode()
-                self.send_response(200)
+                if api == "openai":
+                    return self._send(200, _chat_completion(body, reply, len(llm.requests)))
+                if problem := _messages_problem(headers, body):
+                    return self._send(
+                        400, {"type": "error", "error": {"type": "invalid_request_error", "message": problem}}
+                    )
+                self._send(200, _message(body, reply, len(llm.requests)))
+
+            def _send(self, status: int, payload: dict[str, Any]) -> None:
+                answer = json.dumps(payload).encode()
+                self.send_response(status)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(answer)))
                 self.end_headers()
@@ -45,7 +89,8 @@ class ScriptedLLM:
                 return None
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
+        root = f"http://127.0.0.1:{self.server.server_address[1]}"
+        self.url = root if api == "anthropic" else root + "/v1"
 
     def __enter__(self) -> ScriptedLLM:
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
