@@ -70,7 +70,7 @@ def task_config(task: TaskRef, spec: AgentTaskSpec) -> Manifest:
 
 
 def network_policy(task: TaskRef, settings: OperatorSettings) -> Manifest:
-    """No ingress at all; egress only to the gateway's pods and to cluster DNS."""
+    """No ingress at all; egress only to the gateway's pods and to cluster DNS (settings.dns_peers)."""
     dns_ports = [{"protocol": "UDP", "port": 53}, {"protocol": "TCP", "port": 53}]
     return {
         "apiVersion": "networking.k8s.io/v1",
@@ -92,15 +92,7 @@ def network_policy(task: TaskRef, settings: OperatorSettings) -> Manifest:
                     ],
                     "ports": [{"protocol": "TCP", "port": settings.gateway_port}],
                 },
-                {
-                    "to": [
-                        {
-                            "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "kube-system"}},
-                            "podSelector": {"matchLabels": {"k8s-app": "kube-dns"}},
-                        }
-                    ],
-                    "ports": dns_ports,
-                },
+                {"to": [peer.model_dump(exclude_none=True) for peer in settings.dns_peers], "ports": dns_ports},
             ],
         },
     }
@@ -227,6 +219,7 @@ def job(task: TaskRef, spec: AgentTaskSpec, settings: OperatorSettings) -> Manif
                         "fsGroup": SANDBOX_UID,
                         "seccompProfile": {"type": "RuntimeDefault"},
                     },
+                    "imagePullSecrets": [{"name": name} for name in settings.image_pull_secrets],
                     "containers": [container],
                     "volumes": _volumes(task, spec, settings),
                 },

@@ -2,8 +2,31 @@
 
 from __future__ import annotations
 
-from pydantic import Field
+from typing import Annotated, Any
+
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
+
+KUBE_DNS = {
+    "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "kube-system"}},
+    "podSelector": {"matchLabels": {"k8s-app": "kube-dns"}},
+}
+
+
+class PolicyPeer(BaseModel):
+    """A NetworkPolicyPeer (camelCase, as in the API): where a task's DNS queries may go."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    namespaceSelector: dict[str, Any] | None = None
+    podSelector: dict[str, Any] | None = None
+    ipBlock: dict[str, Any] | None = None
+
+    @model_validator(mode="after")
+    def _not_empty(self) -> PolicyPeer:
+        if self.namespaceSelector is None and self.podSelector is None and self.ipBlock is None:
+            raise ValueError("a DNS peer needs namespaceSelector, podSelector or ipBlock")
+        return self
 
 
 class OperatorSettings(BaseSettings):
@@ -11,11 +34,14 @@ class OperatorSettings(BaseSettings):
 
     runtime_image: str = "mcpexec/runtime:0.1.0"
     image_pull_policy: str = "IfNotPresent"
+    image_pull_secrets: list[Annotated[str, StringConstraints(min_length=1)]] = Field(default_factory=list)
     gateway_url: str = "http://mcpexec-gateway.mcpexec-system.svc:8000"
     gateway_namespace: str = "mcpexec-system"
     gateway_pod_labels: dict[str, str] = Field(default_factory=lambda: {"app.kubernetes.io/name": "mcpexec-gateway"})
     gateway_port: int = 8000
     gateway_audience: str = "mcpexec-gateway"
+    # Cluster DNS for the tasks' NetworkPolicy (OpenShift, NodeLocal DNSCache... differ from kube-dns).
+    dns_peers: list[PolicyPeer] = Field(default_factory=lambda: [PolicyPeer.model_validate(KUBE_DNS)], min_length=1)
     token_expiration_seconds: int = Field(default=3600, ge=600)
     metrics_port: int = 9090
     sweep_interval_seconds: float = Field(default=10, gt=0)

@@ -7,6 +7,7 @@ in-process with kopf.testing.KopfRunner (module scope); a test that must SIGKILL
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Iterator
 from typing import Any
@@ -15,8 +16,12 @@ import kopf.testing
 import pytest
 from kubernetes import client, config
 
+from controller.settings import KUBE_DNS
 from tests.cluster import kube
 from tests.support.control_plane import ControlPlane, control_plane
+
+IMAGE_PULL_SECRETS = ["registry-cred"]
+DNS_PEERS = [KUBE_DNS, {"ipBlock": {"cidr": "169.254.20.10/32"}}]
 
 
 @pytest.fixture(scope="session")
@@ -40,6 +45,9 @@ def cluster() -> Iterator[ControlPlane]:
 def operator(cluster: ControlPlane) -> Iterator[kopf.testing.KopfRunner]:
     os.environ["MCPEXEC_METRICS_PORT"] = "0"
     os.environ["MCPEXEC_SWEEP_INTERVAL_SECONDS"] = "1"
+    # Not the defaults (tests/unit/test_operator_settings.py has those): a registry secret and NodeLocal DNS.
+    os.environ["MCPEXEC_IMAGE_PULL_SECRETS"] = json.dumps(IMAGE_PULL_SECRETS)
+    os.environ["MCPEXEC_DNS_PEERS"] = json.dumps(DNS_PEERS)
     args = ["run", "-A", "--standalone", "-m", "controller.handlers", "--verbose"]
     with kopf.testing.KopfRunner(args, timeout=60) as runner:
         yield runner

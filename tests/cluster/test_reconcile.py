@@ -8,6 +8,7 @@ from typing import Any
 import kopf.testing
 from kubernetes import client
 
+from tests.cluster.conftest import DNS_PEERS, IMAGE_PULL_SECRETS
 from tests.cluster.kube import (
     condition,
     create_task,
@@ -78,7 +79,7 @@ def test_task_creates_hardened_objects(operator: kopf.testing.KopfRunner, namesp
     }
     assert gateway_rule.to[0].pod_selector.match_labels == {"app.kubernetes.io/name": "mcpexec-gateway"}
     assert [(p.protocol, p.port) for p in gateway_rule.ports] == [("TCP", 8000)]
-    assert dns_rule.to[0].pod_selector.match_labels == {"k8s-app": "kube-dns"}
+    assert [client.ApiClient().sanitize_for_serialization(peer) for peer in dns_rule.to] == DNS_PEERS
     assert sorted((p.protocol, p.port) for p in dns_rule.ports) == [("TCP", 53), ("UDP", 53)]
 
     pvc = core.read_namespaced_persistent_volume_claim("skills-data-team", namespace)
@@ -91,6 +92,7 @@ def test_task_creates_hardened_objects(operator: kopf.testing.KopfRunner, namesp
     assert job.spec.active_deadline_seconds == 120
     pod = job.spec.template.spec
     assert pod.runtime_class_name == "gvisor"
+    assert [secret.name for secret in pod.image_pull_secrets] == IMAGE_PULL_SECRETS
     assert pod.service_account_name == name
     assert pod.automount_service_account_token is False
     assert pod.enable_service_links is False
