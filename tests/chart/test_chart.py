@@ -13,6 +13,7 @@ import kubernetes_validate
 import pytest
 import yaml
 
+from controller.settings import OperatorSettings
 from tests.support.chart import CHART, helm, render
 from tests.support.components import REPO
 
@@ -259,10 +260,34 @@ def test_gateway_gets_the_model_upstream_and_its_key_from_a_secret() -> None:
     assert "claude" not in json.dumps(operator)  # only the gateway holds the key
 
 
+def test_operator_settings_and_pull_secrets_come_from_values(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The env the chart gives the operator is what OperatorSettings reads (parsed here, not string-matched)."""
+    node_local = {"ipBlock": {"cidr": "169.254.20.10/32"}}
+    docs = render(
+        "--set",
+        "images.pullSecrets={regcred}",
+        "--set-json",
+        f"networkPolicies.taskDnsPeers=[{json.dumps(node_local)}]",
+    )
+    deployments = _by_kind(docs, "Deployment")
+    for env in _env(deployments["rel-mcpexec-operator"]).values():
+        monkeypatch.setenv(env["name"], env.get("value", ""))
+    settings = OperatorSettings()
+    assert [p.model_dump(exclude_none=True) for p in settings.dns_peers] == [node_local]
+    assert settings.image_pull_secrets == ["regcred"]
+    assert {n: d["spec"]["template"]["spec"].get("imagePullSecrets") for n, d in deployments.items()} == {
+        n: [{"name": "regcred"}] for n in deployments
+    }
+    defaults = _by_kind(render(), "Deployment")
+    assert all("imagePullSecrets" not in d["spec"]["template"]["spec"] for d in defaults.values())
+
+
 @pytest.mark.parametrize(
     ("values", "expected"),
     [
         (["--set", "llm.api=palm"], "/llm/api"),
+        (["--set-json", "networkPolicies.taskDnsPeers=[]"], "/networkPolicies/taskDnsPeers"),
+        (["--set", "images.pullSecrets={Not_A_Name}"], "/images/pullSecrets/0"),
         (["--set", "gateway.replicas=0"], "/gateway/replicas"),
         (["--set", "images.pullPolicy=Sometimes"], "/images/pullPolicy"),
         (["--set", "images.redis.tag="], "/images/redis/tag"),

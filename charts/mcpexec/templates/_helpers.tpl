@@ -32,6 +32,16 @@ app.kubernetes.io/instance: {{ .root.Release.Name }}
 {{ .image.repository }}:{{ .image.tag | default .root.Chart.AppVersion }}
 {{- end -}}
 
+{{/* The pod's imagePullSecrets from images.pullSecrets (nothing when there are none). */}}
+{{- define "mcpexec.imagePullSecrets" -}}
+{{- with .Values.images.pullSecrets }}
+imagePullSecrets:
+{{- range . }}
+  - name: {{ . }}
+{{- end }}
+{{- end }}
+{{- end -}}
+
 {{- define "mcpexec.podSecurity" -}}
 runAsNonRoot: true
 runAsUser: 65534
