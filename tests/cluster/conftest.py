@@ -43,14 +43,15 @@ def cluster() -> Iterator[ControlPlane]:
 
 @pytest.fixture(scope="module")
 def operator(cluster: ControlPlane) -> Iterator[kopf.testing.KopfRunner]:
-    os.environ["MCPEXEC_METRICS_PORT"] = "0"
-    os.environ["MCPEXEC_SWEEP_INTERVAL_SECONDS"] = "1"
-    # Not the defaults (tests/unit/test_operator_settings.py has those): a registry secret and NodeLocal DNS.
-    os.environ["MCPEXEC_IMAGE_PULL_SECRETS"] = json.dumps(IMAGE_PULL_SECRETS)
-    os.environ["MCPEXEC_DNS_PEERS"] = json.dumps(DNS_PEERS)
-    args = ["run", "-A", "--standalone", "-m", "controller.handlers", "--verbose"]
-    with kopf.testing.KopfRunner(args, timeout=60) as runner:
-        yield runner
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv("MCPEXEC_METRICS_PORT", "0")
+        env.setenv("MCPEXEC_SWEEP_INTERVAL_SECONDS", "1")
+        # Not the defaults (tests/unit/test_operator_settings.py has those): a registry secret and NodeLocal DNS.
+        env.setenv("MCPEXEC_IMAGE_PULL_SECRETS", json.dumps(IMAGE_PULL_SECRETS))
+        env.setenv("MCPEXEC_DNS_PEERS", json.dumps(DNS_PEERS))
+        args = ["run", "-A", "--standalone", "-m", "controller.handlers", "--verbose"]
+        with kopf.testing.KopfRunner(args, timeout=60) as runner:
+            yield runner
     assert runner.exception is None, runner.exception
     assert runner.exit_code == 0, runner.output
 

@@ -12,7 +12,9 @@ from mcpexec.agenttask import AgentTaskSpec
 TASK = TaskRef(namespace="team", name="t", uid="0000")
 
 
-def test_defaults_allow_kube_dns_and_use_no_pull_secret() -> None:
+def test_defaults_allow_kube_dns_and_use_no_pull_secret(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("MCPEXEC_DNS_PEERS", raising=False)
+    monkeypatch.delenv("MCPEXEC_IMAGE_PULL_SECRETS", raising=False)
     settings = OperatorSettings()
     spec = AgentTaskSpec.model_validate({"code": "print(1)"})
     dns_rule = network_policy(TASK, settings)["spec"]["egress"][1]
