@@ -16,7 +16,8 @@ from gateway.cluster_servers import ClusterServers
 from gateway.core import GatewayCore
 from gateway.kube import KubeDirectory
 from gateway.pii.vault import RedisVault
-from gateway.settings import GatewaySettings
+from gateway.ratelimit import SharedRateLimits
+from gateway.settings import GatewaySettings, Limits
 
 
 def _api_client() -> client.ApiClient:
@@ -31,13 +32,16 @@ async def serve(settings: GatewaySettings) -> None:
     directory = KubeDirectory(_api_client())
     servers = ClusterServers(directory, settings.servers_refresh_seconds, frozenset(settings.stdio_server_namespaces))
     await servers.refresh()
+    limits = Limits(requests_per_second=settings.requests_per_second)
     core = GatewayCore(
         ClusterAuthenticator(directory, settings.audience),
         servers.specs,
         RedisVault(settings.redis_url),
         settings.llm(),
+        limits,
         server_headers=servers.headers,
         server_key=namespaced_server_key,
+        rate_limits=SharedRateLimits(settings.redis_url, limits.requests_per_second),
     )
     refresher = asyncio.create_task(servers.refresh_forever(), name="mcpserver-refresh")
     await core.start()

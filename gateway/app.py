@@ -50,7 +50,7 @@ async def _caller(
         raise Unauthenticated("missing bearer token")
     core: GatewayCore = request.app.state.core
     ctx = await core.authenticator.authenticate(credentials.credentials)
-    core.rate_limits.check(ctx.scope)
+    await core.rate_limits.check(ctx.scope)
     return ctx
 
 

@@ -15,7 +15,7 @@ from gateway.metrics import GatewayMetrics
 from gateway.pii.detectors import Detector
 from gateway.pii.tokenizer import PiiTokenizer
 from gateway.pii.vault import Vault
-from gateway.ratelimit import TaskRateLimits
+from gateway.ratelimit import MemoryRateLimits, TaskRateLimits
 from gateway.sessions import SessionPool
 from gateway.settings import Limits, LLMUpstream
 from gateway.tasks import Authenticator, TaskContext
@@ -36,6 +36,7 @@ class GatewayCore:
         server_headers: Callable[[str], dict[str, str]] | None = None,
         extra_detector: Callable[[TaskContext], Detector | None] = lambda _ctx: None,
         server_key: ServerKey = local_server_key,
+        rate_limits: TaskRateLimits | None = None,
     ) -> None:
         self.limits = limits or Limits()
         self.authenticator = authenticator
@@ -45,7 +46,7 @@ class GatewayCore:
         self.pool = SessionPool(servers, server_headers)
         self.catalog = Catalog(self.pool, server_key)
         self.tokenizer = PiiTokenizer(vault, self.limits.vault_ttl_seconds, self.metrics.count_pii, extra_detector)
-        self.rate_limits = TaskRateLimits(self.limits.requests_per_second)
+        self.rate_limits = rate_limits or MemoryRateLimits(self.limits.requests_per_second)
         self.caller = ToolCaller(self.catalog, self.pool, self.tokenizer, self.usage, self.metrics)
         self.llm = LLMProxy(llm, self.tokenizer, self.usage, self.metrics)
         self._reaper: asyncio.Task[None] | None = None
@@ -76,4 +77,5 @@ class GatewayCore:
                 await self._reaper
         await self.pool.close()
         await self.llm.close()
+        await self.rate_limits.close()
         await self.vault.close()

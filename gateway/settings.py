@@ -68,6 +68,9 @@ class GatewaySettings(LLMSettings):
         default=30.0,
         validation_alias=AliasChoices("MCPEXEC_GATEWAY_SERVERS_REFRESH_SECONDS", "servers_refresh_seconds"),
     )
+    requests_per_second: int = Field(
+        default=100, ge=1, validation_alias=AliasChoices("MCPEXEC_GATEWAY_REQUESTS_PER_SECOND", "requests_per_second")
+    )
     # A stdio MCPServer is a command the gateway itself runs, next to the model keys and the PII vault:
     # only namespaces trusted like the gateway's own may define one. Default: none (fail closed).
     stdio_server_namespaces: list[str] = Field(

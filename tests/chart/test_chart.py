@@ -14,6 +14,7 @@ import pytest
 import yaml
 
 from controller.settings import OperatorSettings
+from gateway.settings import GatewaySettings
 from tests.support.chart import CHART, helm, render
 from tests.support.components import REPO
 
@@ -260,6 +261,15 @@ def test_gateway_gets_the_model_upstream_and_its_key_from_a_secret() -> None:
     assert "claude" not in json.dumps(operator)  # only the gateway holds the key
 
 
+def test_gateway_settings_come_from_values(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The env the chart gives the gateway is what GatewaySettings reads (parsed here, not string-matched)."""
+    docs = render("--set", "gateway.requestsPerSecondPerTask=7", "--set", "gateway.stdioServerNamespaces={platform}")
+    for env in _env(_by_kind(docs, "Deployment")["rel-mcpexec-gateway"]).values():
+        monkeypatch.setenv(env["name"], env.get("value", "redis://from-a-secret"))
+    settings = GatewaySettings()
+    assert (settings.requests_per_second, settings.stdio_server_namespaces) == (7, ["platform"])
+
+
 def test_operator_settings_and_pull_secrets_come_from_values(monkeypatch: pytest.MonkeyPatch) -> None:
     """The env the chart gives the operator is what OperatorSettings reads (parsed here, not string-matched)."""
     node_local = {"ipBlock": {"cidr": "169.254.20.10/32"}}
@@ -286,6 +296,7 @@ def test_operator_settings_and_pull_secrets_come_from_values(monkeypatch: pytest
     ("values", "expected"),
     [
         (["--set", "llm.api=palm"], "/llm/api"),
+        (["--set", "gateway.requestsPerSecondPerTask=0"], "/gateway/requestsPerSecondPerTask"),
         (["--set-json", "networkPolicies.taskDnsPeers=[]"], "/networkPolicies/taskDnsPeers"),
         (["--set", "images.pullSecrets={Not_A_Name}"], "/images/pullSecrets/0"),
         (["--set", "gateway.replicas=0"], "/gateway/replicas"),
