@@ -1,9 +1,14 @@
-"""Cluster mode: the MCP servers are the MCPServer resources, re-listed periodically; keys are `namespace/name`."""
+"""Cluster mode: the MCP servers are the MCPServer resources; keys are `namespace/name`.
+
+The snapshot is re-listed as soon as a watch sees an MCPServer change (a task applied together with its
+MCPServer finds it), and at least every `refresh_seconds` (header Secrets can change without an event).
+"""
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from typing import Any
 
 from kubernetes.client.exceptions import ApiException
@@ -13,6 +18,7 @@ from gateway.kube import KubeDirectory
 from mcpexec.agenttask import MCPServer, MCPServerSpec
 
 log = logging.getLogger("mcpexec.gateway.servers")
+WATCH_SECONDS = 5
 
 
 def servers_from_resources(items: list[dict[str, Any]], stdio_namespaces: frozenset[str]) -> dict[str, MCPServer]:
@@ -44,6 +50,7 @@ class ClusterServers:
         self._refresh_seconds = refresh_seconds
         self._specs: dict[str, MCPServerSpec] = {}
         self._headers: dict[str, dict[str, str]] = {}
+        self._resource_version = ""
 
     def specs(self) -> dict[str, MCPServerSpec]:
         return self._specs
@@ -51,8 +58,9 @@ class ClusterServers:
     def headers(self, key: str) -> dict[str, str]:
         return self._headers.get(key, {})
 
-    def _load(self) -> tuple[dict[str, MCPServerSpec], dict[str, dict[str, str]]]:
-        servers = servers_from_resources(self._directory.mcp_servers(), self._stdio_namespaces)
+    def _load(self) -> tuple[dict[str, MCPServerSpec], dict[str, dict[str, str]], str]:
+        items, resource_version = self._directory.mcp_servers()
+        servers = servers_from_resources(items, self._stdio_namespaces)
         headers: dict[str, dict[str, str]] = {}
         for key, server in servers.items():
             resolved = {}
@@ -63,15 +71,28 @@ class ClusterServers:
                 except (ApiException, KeyError):
                     log.warning("header secret missing", extra={"server": key, "secret": ref.name, "key": ref.key})
             headers[key] = resolved
-        return {k: s.spec for k, s in servers.items()}, headers
+        return {k: s.spec for k, s in servers.items()}, headers, resource_version
 
     async def refresh(self) -> None:
-        self._specs, self._headers = await asyncio.to_thread(self._load)
+        self._specs, self._headers, self._resource_version = await asyncio.to_thread(self._load)
 
     async def refresh_forever(self) -> None:
+        listed = time.monotonic()
         while True:
-            await asyncio.sleep(self._refresh_seconds)
+            try:
+                # Short watches: a blocked thread would hold up the gateway's shutdown until it returns.
+                changed = await asyncio.to_thread(
+                    self._directory.wait_for_mcp_server_change, self._resource_version, WATCH_SECONDS
+                )
+            except Exception as exc:  # 410 (resourceVersion expired), or the connection broke: list again
+                log.warning("watching MCPServers failed", extra={"error": f"{type(exc).__name__}: {exc}"[:300]})
+                await asyncio.sleep(1)
+                changed = True
+            if not changed and time.monotonic() - listed < self._refresh_seconds:
+                continue
             try:
                 await self.refresh()
-            except ApiException as exc:
-                log.warning("listing MCPServers failed; keeping the last snapshot", extra={"status": exc.status})
+                listed = time.monotonic()
+            except Exception as exc:  # the API server is away: keep serving the last snapshot, try again soon
+                log.warning("listing MCPServers failed; keeping the last snapshot", extra={"error": type(exc).__name__})
+                await asyncio.sleep(min(self._refresh_seconds, 5))

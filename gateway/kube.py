@@ -5,7 +5,7 @@ from __future__ import annotations
 import base64
 from typing import Any, cast
 
-from kubernetes import client
+from kubernetes import client, watch
 
 from mcpexec.agenttask import AGENTTASK_PLURAL, GROUP, MCPSERVER_PLURAL, VERSION
 
@@ -37,9 +37,29 @@ class KubeDirectory:
             self._custom.get_namespaced_custom_object(GROUP, VERSION, namespace, AGENTTASK_PLURAL, name),
         )
 
-    def mcp_servers(self) -> list[dict[str, Any]]:
+    def mcp_servers(self) -> tuple[list[dict[str, Any]], str]:
+        """Every MCPServer, and the list's resourceVersion (where a watch for changes starts)."""
         answer = cast(dict[str, Any], self._custom.list_cluster_custom_object(GROUP, VERSION, MCPSERVER_PLURAL))
-        return cast(list[dict[str, Any]], answer.get("items", []))
+        return cast(list[dict[str, Any]], answer.get("items", [])), str(answer["metadata"]["resourceVersion"])
+
+    def wait_for_mcp_server_change(self, resource_version: str, timeout_seconds: int) -> bool:
+        """Block until an MCPServer is added, changed or deleted after `resource_version` (True), or until the
+        timeout (False). An expired resourceVersion (410) raises ApiException: the caller lists again."""
+        stream = watch.Watch()
+        try:
+            for _event in stream.stream(
+                self._custom.list_cluster_custom_object,
+                GROUP,
+                VERSION,
+                MCPSERVER_PLURAL,
+                resource_version=resource_version,
+                timeout_seconds=timeout_seconds,
+                allow_watch_bookmarks=False,
+            ):
+                return True
+            return False
+        finally:
+            stream.stop()
 
     def secret_value(self, namespace: str, name: str, key: str) -> str:
         secret = self._core.read_namespaced_secret(name, namespace)

@@ -4,17 +4,21 @@ ClusterRoles the chart renders, do their work against the real API server (and n
 from __future__ import annotations
 
 import asyncio
+import logging
 import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 from kubernetes import client, config
 from kubernetes.client.exceptions import ApiException
 
 from gateway.cluster_auth import ClusterAuthenticator
+from gateway.cluster_servers import ClusterServers
 from gateway.kube import KubeDirectory
+from mcpexec.agenttask import GROUP, MCPSERVER_PLURAL, VERSION
 from tests.cluster.kube import create_task, task_status, wait_for
 from tests.support.chart import render
 from tests.support.components import REPO, free_port
@@ -111,3 +115,52 @@ def test_gateway_resolves_tokens_with_the_charts_rbac_only(
         assert exc.status == 403
     else:
         raise AssertionError("the gateway could read Secrets")
+
+
+def test_gateway_sees_mcpserver_changes_at_once_with_the_charts_rbac_only(
+    cluster: ControlPlane, namespace: str, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A task applied together with its MCPServer finds it: the gateway's watch (the chart grants list and
+    watch) re-lists on the change. The periodic refresh is set to 10 minutes, so only the watch can explain
+    the server appearing, changing and going away within the test's bounds."""
+    _apply_chart_rbac()
+    kubeconfig = _kubeconfig_for(cluster, "rel-mcpexec-gateway", tmp_path / "gateway.kubeconfig")
+    servers = ClusterServers(
+        KubeDirectory(config.new_client_from_config(config_file=str(kubeconfig))), 600, frozenset()
+    )
+    custom = client.CustomObjectsApi()
+    key = f"{namespace}/crm"
+    where = (GROUP, VERSION, namespace, MCPSERVER_PLURAL)
+
+    async def scenario() -> list[str | None]:
+        await servers.refresh()
+        follower = asyncio.create_task(servers.refresh_forever())
+        seen: list[str | None] = [servers.specs()[key].url if key in servers.specs() else None]
+        try:
+            body = {"apiVersion": f"{GROUP}/{VERSION}", "kind": "MCPServer", "metadata": {"name": "crm"},
+                    "spec": {"transport": "streamableHttp", "url": "http://crm-1.example:8080/mcp"}}  # fmt: skip
+            changes = [
+                ("http://crm-1.example:8080/mcp", lambda: custom.create_namespaced_custom_object(*where, body)),
+                ("http://crm-2.example:8080/mcp", lambda: custom.patch_namespaced_custom_object(
+                    *where, "crm", {"spec": {"url": "http://crm-2.example:8080/mcp"}})),
+                (None, lambda: custom.delete_namespaced_custom_object(*where, "crm")),
+            ]  # fmt: skip
+            for url, change in changes:
+                change()
+                for _ in range(300):  # 30 s at most, far below the 10-minute refresh
+                    spec = servers.specs().get(key)
+                    if (spec.url if spec else None) == url:
+                        break
+                    await asyncio.sleep(0.1)
+                spec = servers.specs().get(key)
+                seen.append(spec.url if spec else None)
+        finally:
+            follower.cancel()
+        return seen
+
+    with caplog.at_level(logging.INFO, logger="mcpexec.gateway.servers"):
+        seen = asyncio.run(scenario())
+    assert not [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+    assert seen == [
+        None, "http://crm-1.example:8080/mcp", "http://crm-2.example:8080/mcp", None,
+    ]  # fmt: skip
