@@ -8,7 +8,9 @@
 #      image's own python3 (controller, gateway), check that the entry module imports as uid 65534,
 #      and commit with buildah to a docker-archive that `ctr -n k8s.io images import` or `podman load` take.
 #   images/build-rootfs.sh [runtime|controller|gateway ...]      (default: all three)
-# Output: $MCPEXEC_CACHE/images/<name>-<version>.tar, tagged mcpexec/<name>:<version>.
+# Output: $MCPEXEC_CACHE/images/<name>-<version>.tar, tagged mcpexec/<name>:<version>, written atomically,
+# with <name>-<version>.tar.inputs: the hash of what went in. An image whose inputs did not change is not
+# rebuilt, so callers (the e2e tests) run this every time and always get images of the current sources.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 CACHE_ROOT="${MCPEXEC_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/mcpexec}"
@@ -88,10 +90,22 @@ app_site() {
   rm -rf "$stage"
 }
 
+# The hash of an image's inputs: this script, the base's recipe, and the sources it copies.
+inputs_hash() {
+  local sources=(images/build-rootfs.sh images/slim_rootfs.py runtime)
+  [ "$1" = runtime ] || sources+=(pyproject.toml README.md mcpexec controller gateway)
+  find "${sources[@]}" -type f ! -path '*/__pycache__/*' -print0 | LC_ALL=C sort -z | xargs -0 sha256sum | sha256sum | cut -c1-16
+}
+
 build() {
   local name="$1" started=$SECONDS
-  local tar="$OUT/$name-$VERSION.tar"
-  log "$name -> $tar"
+  local tar="$OUT/$name-$VERSION.tar" inputs
+  inputs="$(inputs_hash "$name")"
+  if [ -f "$tar" ] && [ "$(cat "$tar.inputs" 2>/dev/null)" = "$inputs" ]; then
+    log "$name: up to date ($tar, inputs $inputs)"
+    return 0
+  fi
+  log "$name -> $tar (inputs $inputs)"
   ctr="$(buildah from scratch)"
   local mnt; mnt="$(buildah mount "$ctr")"
   cp -a "$SLIM/." "$mnt/"
@@ -113,9 +127,11 @@ build() {
     --env PATH=/usr/bin --env PYTHONPATH=/opt/mcpexec --env PYTHONDONTWRITEBYTECODE=1 --env PYTHONUNBUFFERED=1 \
     --entrypoint "[\"python3\", \"-m\", \"$name\"]" \
     --label org.opencontainers.image.version="$VERSION" "$ctr"
-  rm -f "$tar"
-  buildah commit -q --rm "$ctr" "docker-archive:$tar:mcpexec/$name:$VERSION" >/dev/null
+  rm -f "$tar.tmp"
+  buildah commit -q --rm "$ctr" "docker-archive:$tar.tmp:mcpexec/$name:$VERSION" >/dev/null
   ctr=""
+  mv "$tar.tmp" "$tar"
+  echo "$inputs" >"$tar.inputs"
   log "$name: $(du -h "$tar" | cut -f1) in $((SECONDS - started)) s"
 }
 

@@ -4,7 +4,8 @@ It exists to show and test the gateway's tokenization: reads return real values,
 tokenize; `send_message` records what it received (in memory, and as JSON lines in `$DEMO_OUTBOX` when set)
 so a test can check that the tool got the real address back. All data is fictional.
 
-Run: `python -m mcpexec.demo_server` (stdio) or `python -m mcpexec.demo_server --http PORT` (streamable HTTP).
+Run: `python -m mcpexec.demo_server` (stdio) or `python -m mcpexec.demo_server --http PORT [--host ADDRESS]`
+(streamable HTTP, on loopback unless told otherwise, e.g. `--host 0.0.0.0` in a pod).
 """
 
 from __future__ import annotations
@@ -175,10 +176,11 @@ def sent_messages() -> list[SentMessage]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--http", type=int, metavar="PORT", help="serve streamable HTTP on 127.0.0.1:PORT")
+    parser.add_argument("--http", type=int, metavar="PORT", help="serve streamable HTTP on PORT")
+    parser.add_argument("--host", default="127.0.0.1", help="the address to serve HTTP on (default: loopback)")
     args = parser.parse_args()
     if args.http:
-        server.run("streamable-http", port=args.http)
+        server.run("streamable-http", host=args.host, port=args.http)
     else:
         server.run()
 

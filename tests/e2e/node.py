@@ -25,6 +25,7 @@ import sys
 import tempfile
 import threading
 import time
+import tomllib
 import urllib.request
 from collections.abc import Iterator, Sequence
 from contextlib import ExitStack, contextmanager, suppress
@@ -37,10 +38,11 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 from cryptography.x509.oid import NameOID
 
-from tests.support.components import REPO, free_port
+from tests.support.components import CACHE_ROOT, REPO, free_port
 from tests.support.control_plane import ControlPlane, _write_kubeconfig, control_plane
 
 E2E = REPO / "tests" / "e2e"
+PROJECT_VERSION = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["version"]
 NODE_NAME = "mcpexec-e2e"
 CNI_BIN_DIR = Path("/usr/lib/cni")
 BRIDGE = "mcpe2e0"
@@ -107,6 +109,13 @@ def node_binaries() -> Path:
 def image_archives(bins: Path) -> Path:
     """pause.tar, busybox.tar and coredns.tar (docker-archive), built once with buildah."""
     return Path(_run(["bash", str(E2E / "images" / "build.sh"), str(bins)], "tests/e2e/images/build.sh"))
+
+
+def project_image(name: str) -> Path:
+    """The docker-archive of mcpexec/<name> (runtime, controller, gateway) built from the current sources:
+    images/build-rootfs.sh rebuilds only when the image's inputs changed."""
+    subprocess.run(["bash", str(REPO / "images" / "build-rootfs.sh"), name], check=True)
+    return CACHE_ROOT / "images" / f"{name}-{PROJECT_VERSION}.tar"
 
 
 def _ensure_debian_packages() -> None:

@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import subprocess
 import time
-import tomllib
 from collections.abc import Iterator
 from typing import Any
 
@@ -15,21 +14,13 @@ import pytest
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
-from tests.e2e.node import Node, host_ip, kubectl_binary
-from tests.support.components import CACHE_ROOT, REPO, free_port
+from tests.e2e.node import Node, host_ip, kubectl_binary, project_image
+from tests.support.chart import CHART, HELM
+from tests.support.components import free_port
 
 pytestmark = pytest.mark.e2e
 
-VERSION = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["version"]
-HELM = CACHE_ROOT / "k8s-tools-2.2.2" / "helm"
 GROUP, API_VERSION, PLURAL = "mcpexec.dev", "v1alpha1", "agenttasks"
-
-
-def image_archive(name: str) -> str:
-    archive = CACHE_ROOT / "images" / f"{name}-{VERSION}.tar"
-    if not archive.exists():
-        subprocess.run(["bash", str(REPO / "images" / "build-rootfs.sh"), name], check=True)
-    return str(archive)
 
 
 @pytest.fixture(scope="module")
@@ -43,10 +34,10 @@ def release(e2e_node: Node) -> Iterator[str]:
     )
     try:
         for name in ("controller", "gateway", "runtime"):
-            e2e_node.import_image(image_archive(name))
+            e2e_node.import_image(project_image(name))
         started = time.monotonic()
         out = subprocess.run(
-            [str(HELM), "install", "mcpexec", str(REPO / "charts" / "mcpexec"), "-n", "mcpexec-system",
+            [str(HELM), "install", "mcpexec", str(CHART), "-n", "mcpexec-system",
              "--create-namespace", "--wait", "--timeout", "180s", "--set", "redis.enabled=false",
              "--set", f"redis.external.url=redis://{host_ip()}:{port}/0"],
             capture_output=True, text=True, env=e2e_node.cp.env(),

@@ -4,23 +4,18 @@ in the pod's status."""
 
 from __future__ import annotations
 
-import subprocess
 import time
-import tomllib
 import uuid
-from pathlib import Path
 from typing import Any
 
 import pytest
 from kubernetes import client
 
-from tests.e2e.node import Node
-from tests.support.components import CACHE_ROOT, REPO
+from tests.e2e.node import PROJECT_VERSION, Node, project_image
 
 pytestmark = pytest.mark.e2e
 
-VERSION = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["version"]
-IMAGE = f"docker.io/mcpexec/runtime:{VERSION}"
+IMAGE = f"docker.io/mcpexec/runtime:{PROJECT_VERSION}"
 SCRIPT = """
 import json, os, platform, runtime
 open("/dev/termination-log", "w").write(json.dumps(
@@ -28,17 +23,10 @@ open("/dev/termination-log", "w").write(json.dumps(
 """
 
 
-def runtime_archive() -> Path:
-    archive = CACHE_ROOT / "images" / f"runtime-{VERSION}.tar"
-    if not archive.exists():
-        subprocess.run(["bash", str(REPO / "images" / "build-rootfs.sh"), "runtime"], check=True)
-    return archive
-
-
 def test_runtime_image_runs_under_gvisor_with_the_sandbox_security_context(
     e2e_node: Node, core: client.CoreV1Api
 ) -> None:
-    e2e_node.import_image(runtime_archive())
+    e2e_node.import_image(project_image("runtime"))
     name = f"runtime-{uuid.uuid4().hex[:6]}"
     body: dict[str, Any] = {
         "metadata": {"name": name},
