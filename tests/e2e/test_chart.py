@@ -4,17 +4,22 @@ AgentTask.status; deleting the task removes its Job and pod."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import subprocess
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Any
 
 import pytest
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
 
-from tests.e2e.node import Node, host_ip, kubectl_binary, project_image
+from tests.e2e.node import PROJECT_VERSION, Node, host_ip, kubectl_binary, project_image
+from tests.e2e.pods import pod, run_to_completion, wait_phase
 from tests.support.chart import CHART, HELM
 from tests.support.components import free_port
 
@@ -23,8 +28,14 @@ pytestmark = pytest.mark.e2e
 GROUP, API_VERSION, PLURAL = "mcpexec.dev", "v1alpha1", "agenttasks"
 
 
+@dataclass(frozen=True)
+class Release:
+    namespace: str
+    vault_port: int  # the redis-server on the node's address
+
+
 @pytest.fixture(scope="module")
-def release(e2e_node: Node) -> Iterator[str]:
+def release(e2e_node: Node) -> Iterator[Release]:
     """The chart installed in mcpexec-system; the PII vault is a redis-server on the node's address."""
     port = free_port()
     redis = subprocess.Popen(
@@ -44,23 +55,25 @@ def release(e2e_node: Node) -> Iterator[str]:
         )  # fmt: skip
         assert out.returncode == 0, out.stderr
         print(f"helm install --wait: {time.monotonic() - started:.1f}s")
-        yield "mcpexec-system"
+        yield Release("mcpexec-system", port)
     finally:
         redis.terminate()
         redis.wait(timeout=10)
 
 
-def wait_task(custom: client.CustomObjectsApi, name: str, timeout: float = 120) -> dict[str, Any]:
+def wait_task(
+    custom: client.CustomObjectsApi, name: str, namespace: str = "default", timeout: float = 150
+) -> dict[str, Any]:
     deadline = time.monotonic() + timeout
     while True:
-        task = custom.get_namespaced_custom_object(GROUP, API_VERSION, "default", PLURAL, name)
+        task = custom.get_namespaced_custom_object(GROUP, API_VERSION, namespace, PLURAL, name)
         if task.get("status", {}).get("phase") in ("Succeeded", "Failed", "TimedOut"):
             return task  # type: ignore[no-any-return]
         assert time.monotonic() < deadline, task.get("status")
         time.sleep(0.5)
 
 
-def test_a_direct_code_task_runs_under_gvisor_and_its_result_lands_in_status(e2e_node: Node, release: str) -> None:
+def test_a_direct_code_task_runs_under_gvisor_and_its_result_lands_in_status(e2e_node: Node, release: Release) -> None:
     task = {
         "apiVersion": f"{GROUP}/{API_VERSION}",
         "kind": "AgentTask",
@@ -95,3 +108,101 @@ def test_a_direct_code_task_runs_under_gvisor_and_its_result_lands_in_status(e2e
         assert time.monotonic() < deadline, [p.metadata.name for p in pods.items]
         time.sleep(0.5)
         pods = client.CoreV1Api().list_namespaced_pod("default", label_selector=f"job-name={status['jobName']}")
+
+
+PROBES = """
+import os, socket, urllib.parse
+def reach(host, port):
+    try:
+        socket.create_connection((host, int(port)), timeout=3).close()
+        return "open"
+    except OSError:
+        return "closed"
+gateway = urllib.parse.urlsplit(os.environ.get("MCPEXEC_GATEWAY_URL", "http://{gateway}"))
+targets = [("gateway", gateway.hostname, gateway.port)] + {targets!r}
+print("reach:", " ".join(f"{{name}}={{reach(host, port)}}" for name, host, port in targets))
+"""
+
+TOOL_CODE = """
+from servers.crm import get_customer, send_message
+alice = get_customer(customer_id="C001")
+print("customer:", alice["name"], alice["email"], alice["phone"], alice["iban"])
+print("sent:", send_message(to=alice["email"], subject="Invoice", body="Your invoice is ready")["to"])
+"""
+
+
+async def _sent_messages(url: str) -> list[dict[str, Any]]:
+    async with Client(streamable_http_client(url), mode="legacy", cache=None) as crm:
+        answer = await crm.call_tool("sent_messages", {})
+    assert answer.structured_content is not None, answer
+    return list(answer.structured_content["result"])
+
+
+def test_a_task_calls_a_real_mcp_server_through_the_gateway_and_reaches_nothing_else(
+    e2e_node: Node, release: Release, core: client.CoreV1Api, namespace: str
+) -> None:
+    """The whole path on the node: the operator's Job under gVisor -> its NetworkPolicy -> the gateway
+    (TokenReview) -> an MCPServer served by a pod (our demo server, streamable HTTP) -> PII tokenized in the
+    vault -> status.result. From the same pod, nothing but the gateway answers; a pod without the task's
+    policy reaches every one of those targets (so "closed" is the policy, not a dead target), but not the
+    gateway, which admits task pods only."""
+    demo = {
+        "metadata": {"name": "crm", "labels": {"app": "crm"}},
+        "spec": {
+            "automountServiceAccountToken": False,
+            "containers": [{
+                "name": "crm", "image": f"docker.io/mcpexec/gateway:{PROJECT_VERSION}", "imagePullPolicy": "Never",
+                "command": ["python3", "-m", "mcpexec.demo_server", "--http", "8080", "--host", "0.0.0.0"],
+                "ports": [{"containerPort": 8080}],
+                "readinessProbe": {"tcpSocket": {"port": 8080}, "periodSeconds": 1},
+            }],
+        },
+    }  # fmt: skip
+    core.create_namespaced_pod(namespace, demo)
+    core.create_namespaced_service(
+        namespace, {"metadata": {"name": "crm"}, "spec": {"selector": {"app": "crm"}, "ports": [{"port": 8080}]}}
+    )
+    custom = client.CustomObjectsApi()
+    custom.create_namespaced_custom_object(GROUP, API_VERSION, namespace, "mcpservers", {
+        "apiVersion": f"{GROUP}/{API_VERSION}", "kind": "MCPServer", "metadata": {"name": "crm"},
+        "spec": {"transport": "streamableHttp", "url": f"http://crm.{namespace}.svc.cluster.local:8080/mcp"},
+    })  # fmt: skip
+    crm_ip = wait_phase(core, namespace, "crm", {"Running"}).status.pod_ip
+    api_port = e2e_node.cp.url.rsplit(":", 1)[1]
+    targets = [
+        ("crm-service", f"crm.{namespace}.svc.cluster.local", 8080),
+        ("crm-pod", crm_ip, 8080),
+        ("api-service", "10.96.0.1", 443),
+        ("api-node", host_ip(), api_port),
+        ("vault", host_ip(), release.vault_port),
+    ]
+    probes = PROBES.format(gateway=f"mcpexec-gateway.{release.namespace}.svc.cluster.local:8000", targets=targets)
+
+    task = {
+        "apiVersion": f"{GROUP}/{API_VERSION}",
+        "kind": "AgentTask",
+        "metadata": {"name": "crm-report"},
+        "spec": {"timeoutSeconds": 120, "mcpServers": ["crm"], "code": TOOL_CODE + probes},
+    }
+    kubectl = [str(kubectl_binary()), "--kubeconfig", str(e2e_node.cp.kubeconfig)]
+    subprocess.run([*kubectl, "apply", "-n", namespace, "-f", "-"], input=json.dumps(task), text=True, check=True)
+    status = wait_task(custom, "crm-report", namespace)["status"]
+    assert status["phase"] == "Succeeded", status
+    result = status["result"]
+    assert "customer: Alice Martin [EMAIL_1] [PHONE_1] [IBAN_1]" in result, result
+    assert "sent: [EMAIL_1]" in result, result
+    assert "alice.martin@example.com" not in result and "202-555-0143" not in result
+    assert status["usage"]["toolCalls"] == 2, status
+    # The tool itself got the real address back (asked from the host, which the pod network lets in).
+    outbox = asyncio.run(_sent_messages(f"http://{crm_ip}:8080/mcp"))
+    assert [m["to"] for m in outbox] == ["alice.martin@example.com"], outbox
+    reach = " ".join(f"{name}=closed" for name, _, _ in targets)
+    assert f"reach: gateway=open {reach}" in result, result
+
+    control = pod("control", "", runtime_class="gvisor")
+    control["spec"]["containers"][0].update(
+        image=f"docker.io/mcpexec/runtime:{PROJECT_VERSION}", command=["python3", "-c", probes], args=None
+    )
+    opened = " ".join(f"{name}=open" for name, _, _ in targets)
+    # ...and the gateway, by the chart's own policy, takes connections only from task pods.
+    assert f"reach: gateway=closed {opened}" in run_to_completion(core, namespace, control)
