@@ -15,6 +15,7 @@ from gateway.cluster_auth import ClusterAuthenticator
 from gateway.cluster_servers import ClusterServers
 from gateway.core import GatewayCore
 from gateway.kube import KubeDirectory
+from gateway.pii import presidio_detector
 from gateway.pii.vault import RedisVault
 from gateway.ratelimit import SharedRateLimits
 from gateway.settings import GatewaySettings, Limits
@@ -29,6 +30,8 @@ def _api_client() -> client.ApiClient:
 
 
 async def serve(settings: GatewaySettings) -> None:
+    if settings.pii_ner == "presidio" and (missing := presidio_detector.available()) is not None:
+        raise SystemExit(f"MCPEXEC_PII_NER=presidio, but {missing}")
     directory = KubeDirectory(_api_client())
     servers = ClusterServers(directory, settings.servers_refresh_seconds, frozenset(settings.stdio_server_namespaces))
     await servers.refresh()
@@ -42,6 +45,7 @@ async def serve(settings: GatewaySettings) -> None:
         server_headers=servers.headers,
         server_key=namespaced_server_key,
         rate_limits=SharedRateLimits(settings.redis_url, limits.requests_per_second),
+        extra_detector=presidio_detector.ner_for_tasks(settings.pii_ner == "presidio"),
     )
     refresher = asyncio.create_task(servers.refresh_forever(), name="mcpserver-refresh")
     await core.start()

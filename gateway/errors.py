@@ -58,6 +58,10 @@ class VaultUnavailable(GatewayError):
     status, code = 503, "pii_vault_unavailable"
 
 
+class PiiDetectorUnavailable(GatewayError):
+    status, code = 503, "pii_detector_unavailable"
+
+
 class ServerUnavailable(GatewayError):
     status, code = 503, "server_unavailable"
 

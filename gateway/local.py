@@ -8,6 +8,7 @@ from __future__ import annotations
 from gateway.app import create_app
 from gateway.core import GatewayCore
 from gateway.local_auth import LocalTaskAuthority
+from gateway.pii import presidio_detector
 from gateway.pii.vault import MemoryVault, RedisVault, Vault
 from gateway.server import BackgroundServer
 from gateway.settings import Limits, LLMUpstream
@@ -15,7 +16,8 @@ from mcpexec.agenttask import AgentTask, MCPServerSpec
 
 
 class LocalGateway:
-    """`LocalGateway(servers, redis_url=None, llm=None)`; `await start(uds_path)`; `register_task`; `await stop()`."""
+    """`LocalGateway(servers, redis_url=None, llm=None, pii_ner=False)`; `await start(uds_path)`; `register_task`;
+    `await stop()`. `pii_ner`: PERSON/LOCATION detection with Presidio (needs mcpexec[presidio])."""
 
     def __init__(
         self,
@@ -23,11 +25,13 @@ class LocalGateway:
         redis_url: str | None = None,
         llm: LLMUpstream | None = None,
         limits: Limits | None = None,
+        pii_ner: bool = False,
     ) -> None:
         self._servers = dict(servers)
         self._authority = LocalTaskAuthority()
         vault: Vault = RedisVault(redis_url) if redis_url else MemoryVault()
-        self.core = GatewayCore(self._authority, lambda: self._servers, vault, llm, limits)
+        detector = presidio_detector.ner_for_tasks(pii_ner)
+        self.core = GatewayCore(self._authority, lambda: self._servers, vault, llm, limits, extra_detector=detector)
         self.app = create_app(self.core)
         self._http: BackgroundServer | None = None
 

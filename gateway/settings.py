@@ -68,6 +68,10 @@ class GatewaySettings(LLMSettings):
         default=30.0,
         validation_alias=AliasChoices("MCPEXEC_GATEWAY_SERVERS_REFRESH_SECONDS", "servers_refresh_seconds"),
     )
+    # PERSON/LOCATION detection (gateway/pii/presidio_detector.py): off unless the image has mcpexec[presidio].
+    pii_ner: Literal["off", "presidio"] = Field(
+        default="off", validation_alias=AliasChoices("MCPEXEC_PII_NER", "pii_ner")
+    )
     requests_per_second: int = Field(
         default=100, ge=1, validation_alias=AliasChoices("MCPEXEC_GATEWAY_REQUESTS_PER_SECOND", "requests_per_second")
     )

@@ -20,6 +20,7 @@ from typing import Any
 from kubernetes.utils.quantity import parse_quantity
 
 from gateway.local import LocalGateway
+from gateway.pii import presidio_detector
 from gateway.settings import LLMUpstream
 from mcpexec.agenttask import SANDBOX_UID, AgentTask, MCPServerSpec, runtime_task_config
 from mcpexec.sandbox.base import (
@@ -134,8 +135,17 @@ async def run_task(
     unknown = [name for name in task.spec.mcp_servers if name not in servers]
     if unknown:
         raise TaskError(f"unknown MCP server(s) {unknown}; the servers file defines {sorted(servers)}")
+    pii = task.spec.pii
+    names_and_places = sorted(presidio_detector.NER_ENTITIES & set(pii.entities)) if pii.enabled else []
+    if names_and_places and (missing := presidio_detector.available()) is not None:
+        raise TaskError(f"spec.pii.entities asks for {', '.join(names_and_places)}: {missing}")
     paths = await asyncio.to_thread(_prepare, task)
-    gateway = LocalGateway({name: servers[name] for name in task.spec.mcp_servers}, redis_url=redis_url, llm=llm)
+    gateway = LocalGateway(
+        {name: servers[name] for name in task.spec.mcp_servers},
+        redis_url=redis_url,
+        llm=llm,
+        pii_ner=bool(names_and_places),
+    )
     try:
         await gateway.start(str(paths.socket))
         os.chmod(paths.socket, 0o666)

@@ -6,9 +6,10 @@ Binary payloads (image/audio `data`, resource `blob`) are left alone: they are b
 
 from __future__ import annotations
 
+import asyncio
 import re
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from gateway.pii.detectors import Detection, Detector, PatternDetector, resolve_overlaps
@@ -79,11 +80,20 @@ class PiiTokenizer:
     def forget(self, scope: str) -> None:
         self._detectors.pop(scope, None)
 
-    def _detect(self, ctx: TaskContext, text: str) -> list[Detection]:
-        detectors = self._detectors_for(ctx)
-        if len(detectors) == 1:
-            return detectors[0].detect(text)
-        return resolve_overlaps(d for detector in detectors for d in detector.detect(text))
+    @staticmethod
+    def _find(detectors: list[Detector], texts: Iterable[str]) -> dict[str, list[Detection]]:
+        """The detections in each text that has any."""
+        found = {}
+        for text in texts:
+            if not text:
+                continue
+            if len(detectors) == 1:
+                detections = detectors[0].detect(text)
+            else:
+                detections = resolve_overlaps(d for detector in detectors for d in detector.detect(text))
+            if detections:
+                found[text] = detections
+        return found
 
     async def tokenize(self, ctx: TaskContext, value: Any) -> Any:
         """`value` with every detected entity replaced by its task token; raises VaultUnavailable, never leaks."""
@@ -92,14 +102,12 @@ class PiiTokenizer:
         texts: list[str] = []
         _strings(value, texts)
         occurrences = Counter(texts)
-        found: dict[str, list[Detection]] = {}
-        pairs: dict[tuple[str, str], None] = {}
-        for text in occurrences:
-            detections = self._detect(ctx, text) if text else []
-            if detections:
-                found[text] = detections
-                for d in detections:
-                    pairs[(d.entity, text[d.start : d.end])] = None
+        detectors = self._detectors_for(ctx)
+        if len(detectors) == 1:
+            found = self._find(detectors, occurrences)
+        else:  # an NER detector takes milliseconds per string: not on the event loop
+            found = await asyncio.to_thread(self._find, detectors, occurrences)
+        pairs = {(d.entity, text[d.start : d.end]): None for text, detections in found.items() for d in detections}
         if not pairs:
             return value
         tokens = dict(zip(pairs, await self.vault.tokens_for(ctx.scope, list(pairs), self._ttl), strict=True))

@@ -263,11 +263,15 @@ def test_gateway_gets_the_model_upstream_and_its_key_from_a_secret() -> None:
 
 def test_gateway_settings_come_from_values(monkeypatch: pytest.MonkeyPatch) -> None:
     """The env the chart gives the gateway is what GatewaySettings reads (parsed here, not string-matched)."""
-    docs = render("--set", "gateway.requestsPerSecondPerTask=7", "--set", "gateway.stdioServerNamespaces={platform}")
+    docs = render(
+        "--set", "gateway.requestsPerSecondPerTask=7", "--set", "gateway.stdioServerNamespaces={platform}",
+        "--set", "gateway.piiNer=presidio",
+    )  # fmt: skip
     for env in _env(_by_kind(docs, "Deployment")["rel-mcpexec-gateway"]).values():
         monkeypatch.setenv(env["name"], env.get("value", "redis://from-a-secret"))
     settings = GatewaySettings()
     assert (settings.requests_per_second, settings.stdio_server_namespaces) == (7, ["platform"])
+    assert settings.pii_ner == "presidio"
 
 
 def test_operator_settings_and_pull_secrets_come_from_values(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -296,6 +300,7 @@ def test_operator_settings_and_pull_secrets_come_from_values(monkeypatch: pytest
     ("values", "expected"),
     [
         (["--set", "llm.api=palm"], "/llm/api"),
+        (["--set", "gateway.piiNer=spacy"], "/gateway/piiNer"),
         (["--set", "gateway.requestsPerSecondPerTask=0"], "/gateway/requestsPerSecondPerTask"),
         (["--set-json", "networkPolicies.taskDnsPeers=[]"], "/networkPolicies/taskDnsPeers"),
         (["--set", "images.pullSecrets={Not_A_Name}"], "/images/pullSecrets/0"),

@@ -157,5 +157,8 @@ def start_gateway(
     redis_url: str | None = None,
     llm: LLMUpstream | None = None,
     limits: Limits | None = None,
+    pii_ner: bool = False,
 ) -> GatewayThread:
-    return GatewayThread(LocalGateway(servers, redis_url=redis_url, llm=llm, limits=limits), socket_path)
+    return GatewayThread(
+        LocalGateway(servers, redis_url=redis_url, llm=llm, limits=limits, pii_ner=pii_ner), socket_path
+    )

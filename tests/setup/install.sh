@@ -27,7 +27,7 @@ if [ ! -x .venv/bin/python ] || [ pyproject.toml -nt .venv/.installed ]; then
   log "python venv (.venv)"
   python3 -m venv .venv
   .venv/bin/pip install -q -U pip
-  .venv/bin/pip install -q -e '.[dev]'
+  .venv/bin/pip install -q -e '.[dev,presidio]'
   touch .venv/.installed
 fi
 
