@@ -40,7 +40,12 @@ _IBAN = re.compile(
 )
 _IPV4 = re.compile(r"(?<![\d.])(?:\d{1,3}\.){3}\d{1,3}(?![\d.]|\.\d)")
 _IPV6 = re.compile(r"(?<![\w:.])(?=[0-9A-Fa-f:.]*[0-9A-Fa-f])(?:[0-9A-Fa-f]{0,4}:){2,7}[0-9A-Fa-f.]{0,15}(?![\w:])")
-_DIGITS = re.compile(r"\d")
+_DIGIT = re.compile(r"\d")
+# The shortest valid phone number anywhere has 6 digits with its country code (e.g. +43 1110; checked against
+# phonenumbers' metadata in tests/gateway/test_pii.py): a text with fewer digits cannot hold one, and the
+# matcher is the detector's costliest step.
+MIN_PHONE_DIGITS = 6
+_ENOUGH_PHONE_DIGITS = re.compile(rf"(?:\D*\d){{{MIN_PHONE_DIGITS}}}")
 
 
 def _card(value: str) -> bool:
@@ -56,14 +61,15 @@ def _ip(value: str) -> bool:
     return True
 
 
-# Checked entities first: their spans win over the looser phone matcher.
-_CHECKED: list[tuple[PiiEntity, re.Pattern[str], Callable[[str], bool]]] = [
-    (PiiEntity.EMAIL, _EMAIL, lambda _v: True),
-    (PiiEntity.IBAN, _IBAN, iban.is_valid),
-    (PiiEntity.CREDIT_CARD, _CARD, _card),
-    (PiiEntity.US_SSN, _SSN, ssn.is_valid),
-    (PiiEntity.IP_ADDRESS, _IPV4, _ip),
-    (PiiEntity.IP_ADDRESS, _IPV6, _ip),
+# Checked entities first: their spans win over the looser phone matcher. The second item is a character every
+# match contains (None: a digit), so a text without it skips that regex: most strings are keys and plain words.
+_CHECKED: list[tuple[PiiEntity, str | None, re.Pattern[str], Callable[[str], bool]]] = [
+    (PiiEntity.EMAIL, "@", _EMAIL, lambda _v: True),
+    (PiiEntity.IBAN, None, _IBAN, iban.is_valid),
+    (PiiEntity.CREDIT_CARD, None, _CARD, _card),
+    (PiiEntity.US_SSN, "-", _SSN, ssn.is_valid),
+    (PiiEntity.IP_ADDRESS, ".", _IPV4, _ip),
+    (PiiEntity.IP_ADDRESS, ":", _IPV6, _ip),
 ]
 
 
@@ -86,18 +92,20 @@ class PatternDetector:
         phone_region: str = "US",
     ) -> None:
         wanted = set(entities)
-        self._checked = [(e.value, rx, ok) for e, rx, ok in _CHECKED if e in wanted]
+        self._checked = [(e.value, needs, rx, ok) for e, needs, rx, ok in _CHECKED if e in wanted]
         self._custom = [(c.name, re.compile(c.regex)) for c in custom]
         self._phones = PiiEntity.PHONE in wanted
         self._region = phone_region
 
     def detect(self, text: str) -> list[Detection]:
         found: list[Detection] = []
-        for entity, pattern, valid in self._checked:
-            found += [Detection(m.start(), m.end(), entity) for m in pattern.finditer(text) if valid(m.group())]
+        has_digit = _DIGIT.search(text) is not None
+        for entity, needs, pattern, valid in self._checked:
+            if has_digit if needs is None else needs in text:
+                found += [Detection(m.start(), m.end(), entity) for m in pattern.finditer(text) if valid(m.group())]
         for name, pattern in self._custom:
             found += [Detection(m.start(), m.end(), name) for m in pattern.finditer(text) if m.end() > m.start()]
-        if self._phones and _DIGITS.search(text):
+        if self._phones and _ENOUGH_PHONE_DIGITS.match(text):
             matcher = phonenumbers.PhoneNumberMatcher(text, self._region, leniency=phonenumbers.Leniency.VALID)
             found += [Detection(m.start, m.end, PiiEntity.PHONE.value) for m in matcher]
         return resolve_overlaps(found)

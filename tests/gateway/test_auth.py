@@ -40,8 +40,10 @@ def test_forged_tokens_are_refused(gateway: GatewayThread) -> None:
 
 def test_expired_token_and_expired_task_are_refused(gateway: GatewayThread) -> None:
     task = make_task("auth-expired", ["time"])
-    token = gateway.token(task, ttl_seconds=1)
-    time.sleep(2.1)
+    token = gateway.token(task, ttl_seconds=2)
+    with gateway.client(token) as c:  # accepted once: its verified claims are now cached
+        assert c.post(CALL, json=ARGS).status_code == 200
+    time.sleep(2.5)
     _refused(gateway, token)
 
 
@@ -53,7 +55,9 @@ def test_unregistered_and_recreated_tasks_are_refused(gateway: GatewayThread) ->
     gateway.run(gateway.gateway.unregister_task(task.task_id))
     _refused(gateway, token)
     old = gateway.token(task)
-    gateway.token(task)  # same name re-created: a new uid, the old token is stale
+    with gateway.client(old) as c:
+        assert c.post(CALL, json=ARGS).status_code == 200
+    gateway.token(task)  # same name re-created: a new uid, the old (cached) token is stale
     _refused(gateway, old)
 
 

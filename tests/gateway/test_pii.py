@@ -7,11 +7,13 @@ import asyncio
 import json
 from pathlib import Path
 
+import phonenumbers
 import pytest
 import redis
+from phonenumbers import PhoneMetadata
 
 from gateway.errors import VaultUnavailable
-from gateway.pii.detectors import PatternDetector
+from gateway.pii.detectors import MIN_PHONE_DIGITS, PatternDetector
 from gateway.pii.tokenizer import PiiTokenizer
 from gateway.pii.vault import MemoryVault, RedisVault
 from gateway.tasks import TaskContext
@@ -39,6 +41,7 @@ def _found(text: str, detector: PatternDetector = DETECTOR) -> list[tuple[str, s
         ("iban GB82 WEST 1234 5698 7654 32 end", [("IBAN", "GB82 WEST 1234 5698 7654 32")]),
         ("from 203.0.113.17:443", [("IP_ADDRESS", "203.0.113.17")]),
         ("v6 2001:db8::42 here", [("IP_ADDRESS", "2001:db8::42")]),
+        ("Vienna desk +43 1110 today", [("PHONE", "+43 1110")]),  # 6 digits: the shortest valid number
     ],
 )
 def test_each_entity_type_is_detected(text: str, expected: list[tuple[str, str]]) -> None:
@@ -58,6 +61,27 @@ def test_each_entity_type_is_detected(text: str, expected: list[tuple[str, str]]
 )
 def test_look_alikes_are_not_detected(text: str) -> None:
     assert _found(text) == []
+
+
+NUMBER_KINDS = (
+    "fixed_line", "mobile", "toll_free", "premium_rate", "shared_cost", "personal_number", "voip", "pager", "uan",
+    "voicemail",
+)  # fmt: skip
+
+
+def test_no_valid_phone_number_is_shorter_than_the_detectors_digit_gate() -> None:
+    """The detector skips the phone matcher for texts with fewer than MIN_PHONE_DIGITS digits: no number that
+    phonenumbers' metadata allows (country code + shortest national number of any type) is that short."""
+    shortest = min(
+        len(str(metadata.country_code)) + length
+        for region in phonenumbers.SUPPORTED_REGIONS
+        if (metadata := PhoneMetadata.metadata_for_region(region)) is not None
+        for desc in (getattr(metadata, kind) for kind in NUMBER_KINDS)
+        if desc is not None
+        for length in desc.possible_length
+        if length > 0
+    )
+    assert shortest >= MIN_PHONE_DIGITS
 
 
 def test_only_the_tasks_entities_and_its_custom_patterns() -> None:
