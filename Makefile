@@ -10,8 +10,10 @@ install:
 install-local:
 	@bash tests/setup/install.sh local
 
+# Every tier, the real single-node cluster (e2e, root) last: it builds its node once (cached by version).
 test: install lint
 	$(PY) -m pytest -q tests
+	$(PY) -m pytest -q -m e2e tests/e2e
 
 test-unit: install-local
 	$(PY) -m pytest -q tests/unit tests/gateway
@@ -28,7 +30,7 @@ test-chart: install
 images: install-local
 	bash images/build-rootfs.sh
 
-# A real single-node cluster (containerd, gVisor shim, kubelet, CNI, NetworkPolicy enforcement): not in `test`.
+# Only the real single-node cluster (containerd, gVisor shim, kubelet, CNI, NetworkPolicy enforcement).
 e2e: install
 	$(PY) -m pytest -q -m e2e tests/e2e
 

@@ -1,8 +1,8 @@
 """Full e2e tier: a real single-node cluster (tests/e2e/node.py) whose kubelet runs pods under gVisor.
 
-These tests are marked `e2e` and run only when asked for (`pytest -m e2e tests/e2e`, `make e2e`): a
-plain `pytest tests` leaves them out (deselected, not skipped), since the node takes minutes to build
-the first time and needs root.
+These tests are marked `e2e` and run only when asked for (`pytest -m e2e tests/e2e`; `make test` runs them
+after the other tiers, `make e2e` alone): a plain `pytest tests` leaves them out (deselected, not skipped),
+since they need root and the node takes minutes to build the first time.
 """
 
 from __future__ import annotations
