@@ -18,7 +18,11 @@ from gateway.kube import KubeDirectory
 from gateway.pii import presidio_detector
 from gateway.pii.vault import RedisVault
 from gateway.ratelimit import SharedRateLimits
+from gateway.server_status import ServerStatusReporter
 from gateway.settings import GatewaySettings, Limits
+
+# How often each replica probes the MCPServers for their status (patched only when it changes).
+STATUS_EVERY_SECONDS = 15.0
 
 
 def _api_client() -> client.ApiClient:
@@ -48,12 +52,15 @@ async def serve(settings: GatewaySettings) -> None:
         extra_detector=presidio_detector.ner_for_tasks(settings.pii_ner == "presidio"),
     )
     refresher = asyncio.create_task(servers.refresh_forever(), name="mcpserver-refresh")
+    reporter = ServerStatusReporter(directory, servers, core.catalog)
+    status_reports = asyncio.create_task(reporter.report_forever(STATUS_EVERY_SECONDS), name="mcpserver-status")
     await core.start()
     try:
         app = create_app(core)
         await uvicorn.Server(uvicorn.Config(app, host=settings.host, port=settings.port, lifespan="off")).serve()
     finally:
         refresher.cancel()
+        status_reports.cancel()
         await core.close()
 
 

@@ -51,6 +51,7 @@ class ClusterServers:
         self._specs: dict[str, MCPServerSpec] = {}
         self._headers: dict[str, dict[str, str]] = {}
         self._resource_version = ""
+        self._statuses: dict[str, dict[str, Any]] = {}
 
     def specs(self) -> dict[str, MCPServerSpec]:
         return self._specs
@@ -58,8 +59,16 @@ class ClusterServers:
     def headers(self, key: str) -> dict[str, str]:
         return self._headers.get(key, {})
 
-    def _load(self) -> tuple[dict[str, MCPServerSpec], dict[str, dict[str, str]], str]:
+    def status(self, key: str) -> dict[str, Any]:
+        """The resource's status as last listed (or as this gateway last wrote it)."""
+        return self._statuses.get(key, {})
+
+    def remember_status(self, key: str, status: dict[str, Any]) -> None:
+        self._statuses[key] = status
+
+    def _load(self) -> tuple[dict[str, MCPServerSpec], dict[str, dict[str, str]], dict[str, dict[str, Any]], str]:
         items, resource_version = self._directory.mcp_servers()
+        statuses = {f"{i['metadata']['namespace']}/{i['metadata']['name']}": i.get("status") or {} for i in items}
         servers = servers_from_resources(items, self._stdio_namespaces)
         headers: dict[str, dict[str, str]] = {}
         for key, server in servers.items():
@@ -71,10 +80,10 @@ class ClusterServers:
                 except (ApiException, KeyError):
                     log.warning("header secret missing", extra={"server": key, "secret": ref.name, "key": ref.key})
             headers[key] = resolved
-        return {k: s.spec for k, s in servers.items()}, headers, resource_version
+        return {k: s.spec for k, s in servers.items()}, headers, statuses, resource_version
 
     async def refresh(self) -> None:
-        self._specs, self._headers, self._resource_version = await asyncio.to_thread(self._load)
+        self._specs, self._headers, self._statuses, self._resource_version = await asyncio.to_thread(self._load)
 
     async def refresh_forever(self) -> None:
         listed = time.monotonic()

@@ -61,6 +61,11 @@ class KubeDirectory:
         finally:
             stream.stop()
 
+    def patch_mcp_server_status(self, namespace: str, name: str, status: dict[str, Any]) -> None:
+        self._custom.patch_namespaced_custom_object_status(
+            GROUP, VERSION, namespace, MCPSERVER_PLURAL, name, {"status": status}
+        )
+
     def secret_value(self, namespace: str, name: str, key: str) -> str:
         secret = self._core.read_namespaced_secret(name, namespace)
         return base64.b64decode((secret.data or {})[key]).decode()

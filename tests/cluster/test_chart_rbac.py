@@ -15,13 +15,16 @@ import yaml
 from kubernetes import client, config
 from kubernetes.client.exceptions import ApiException
 
+from gateway.catalog import Catalog, namespaced_server_key
 from gateway.cluster_auth import ClusterAuthenticator
 from gateway.cluster_servers import ClusterServers
 from gateway.kube import KubeDirectory
+from gateway.server_status import ServerStatusReporter
+from gateway.sessions import SessionPool
 from mcpexec.agenttask import GROUP, MCPSERVER_PLURAL, VERSION
 from tests.cluster.kube import create_task, task_status, wait_for
 from tests.support.chart import render
-from tests.support.components import REPO, free_port
+from tests.support.components import REPO, free_port, wait_for_port
 from tests.support.control_plane import ControlPlane
 from tests.support.malformed import agenttask
 
@@ -164,3 +167,58 @@ def test_gateway_sees_mcpserver_changes_at_once_with_the_charts_rbac_only(
     assert seen == [
         None, "http://crm-1.example:8080/mcp", "http://crm-2.example:8080/mcp", None,
     ]  # fmt: skip
+
+
+def test_gateway_reports_mcpserver_status_with_the_charts_rbac_only(
+    cluster: ControlPlane, namespace: str, tmp_path: Path
+) -> None:
+    """Ready and the discovered tools land in MCPServer status (our demo server over streamable HTTP, and a URL
+    nothing listens on); a second round with nothing changed writes nothing."""
+    _apply_chart_rbac()
+    kubeconfig = _kubeconfig_for(cluster, "rel-mcpexec-gateway", tmp_path / "gateway.kubeconfig")
+    directory = KubeDirectory(config.new_client_from_config(config_file=str(kubeconfig)))
+    custom = client.CustomObjectsApi()
+    port, nobody = free_port(), free_port()
+    for name, url in (("crm", f"http://127.0.0.1:{port}/mcp"), ("down", f"http://127.0.0.1:{nobody}/mcp")):
+        body = {"apiVersion": f"{GROUP}/{VERSION}", "kind": "MCPServer", "metadata": {"name": name},
+                "spec": {"transport": "streamableHttp", "url": url}}  # fmt: skip
+        custom.create_namespaced_custom_object(GROUP, VERSION, namespace, MCPSERVER_PLURAL, body)
+
+    def read(name: str) -> dict[str, Any]:
+        return dict(custom.get_namespaced_custom_object(GROUP, VERSION, namespace, MCPSERVER_PLURAL, name))
+
+    async def scenario() -> tuple[int, int, int]:
+        servers = ClusterServers(directory, 600, frozenset())
+        await servers.refresh()
+        pool = SessionPool(servers.specs, servers.headers)
+        reporter = ServerStatusReporter(directory, servers, Catalog(pool, namespaced_server_key, wait=5))
+        try:
+            first = await reporter.report_once()
+            again = await reporter.report_once()
+            await servers.refresh()  # as another replica would see it: the statuses as the API has them
+            after_relist = await reporter.report_once()
+        finally:
+            await pool.close()
+        return first, again, after_relist
+
+    server = subprocess.Popen(
+        [sys.executable, "-m", "mcpexec.demo_server", "--http", str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        wait_for_port(port, server, "demo server")
+        patched = asyncio.run(scenario())
+    finally:
+        server.terminate()
+        server.wait(timeout=10)
+    assert patched == (2, 0, 0)
+    crm, down = read("crm")["status"], read("down")["status"]
+    assert crm["conditions"][0]["status"] == "True" and crm["conditions"][0]["reason"] == "ToolsListed"
+    assert crm["toolCount"] == 5
+    assert {t["name"] for t in crm["tools"]} == {
+        "list_customers", "get_customer", "search_customers", "send_message", "sent_messages",
+    }  # fmt: skip
+    assert crm["conditions"][0]["lastTransitionTime"]
+    assert down["conditions"][0]["status"] == "False" and down["conditions"][0]["reason"] == "Unreachable"
+    assert "toolCount" not in down

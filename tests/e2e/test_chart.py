@@ -193,6 +193,15 @@ def test_a_task_calls_a_real_mcp_server_through_the_gateway_and_reaches_nothing_
     assert "sent: [EMAIL_1]" in result, result
     assert "alice.martin@example.com" not in result and "202-555-0143" not in result
     assert status["usage"]["toolCalls"] == 2, status
+    # The gateways report the server in its status (every 15 s): Ready, and the tools they discovered.
+    deadline = time.monotonic() + 60
+    while True:
+        server_status = custom.get_namespaced_custom_object(GROUP, API_VERSION, namespace, "mcpservers", "crm")
+        ready = server_status.get("status", {}).get("conditions", [{}])[0].get("status")
+        if ready == "True" or time.monotonic() > deadline:
+            break
+        time.sleep(1)
+    assert server_status["status"]["toolCount"] == 5, server_status.get("status")
     # The tool itself got the real address back (asked from the host, which the pod network lets in).
     outbox = asyncio.run(_sent_messages(f"http://{crm_ip}:8080/mcp"))
     assert [m["to"] for m in outbox] == ["alice.martin@example.com"], outbox
