@@ -6,10 +6,14 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import shutil
 import subprocess
+import tempfile
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -18,6 +22,7 @@ from kubernetes.client.exceptions import ApiException
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
+from mcpexec.agenttask import SANDBOX_UID
 from tests.e2e.node import PROJECT_VERSION, Node, host_ip, kubectl_binary, project_image
 from tests.e2e.pods import pod, run_to_completion, wait_phase
 from tests.support.chart import CHART, HELM
@@ -138,14 +143,9 @@ async def _sent_messages(url: str) -> list[dict[str, Any]]:
     return list(answer.structured_content["result"])
 
 
-def test_a_task_calls_a_real_mcp_server_through_the_gateway_and_reaches_nothing_else(
-    e2e_node: Node, release: Release, core: client.CoreV1Api, namespace: str
-) -> None:
-    """The whole path on the node: the operator's Job under gVisor -> its NetworkPolicy -> the gateway
-    (TokenReview) -> an MCPServer served by a pod (our demo server, streamable HTTP) -> PII tokenized in the
-    vault -> status.result. From the same pod, nothing but the gateway answers; a pod without the task's
-    policy reaches every one of those targets (so "closed" is the policy, not a dead target), but not the
-    gateway, which admits task pods only."""
+def _crm_server(core: client.CoreV1Api, custom: client.CustomObjectsApi, namespace: str) -> str:
+    """Our demo MCP server in a pod (the gateway image) behind Service `crm`, and MCPServer `crm` naming it over
+    streamable HTTP; returns the pod's IP once it runs."""
     demo = {
         "metadata": {"name": "crm", "labels": {"app": "crm"}},
         "spec": {
@@ -162,12 +162,23 @@ def test_a_task_calls_a_real_mcp_server_through_the_gateway_and_reaches_nothing_
     core.create_namespaced_service(
         namespace, {"metadata": {"name": "crm"}, "spec": {"selector": {"app": "crm"}, "ports": [{"port": 8080}]}}
     )
-    custom = client.CustomObjectsApi()
     custom.create_namespaced_custom_object(GROUP, API_VERSION, namespace, "mcpservers", {
         "apiVersion": f"{GROUP}/{API_VERSION}", "kind": "MCPServer", "metadata": {"name": "crm"},
         "spec": {"transport": "streamableHttp", "url": f"http://crm.{namespace}.svc.cluster.local:8080/mcp"},
     })  # fmt: skip
-    crm_ip = wait_phase(core, namespace, "crm", {"Running"}).status.pod_ip
+    return str(wait_phase(core, namespace, "crm", {"Running"}).status.pod_ip)
+
+
+def test_a_task_calls_a_real_mcp_server_through_the_gateway_and_reaches_nothing_else(
+    e2e_node: Node, release: Release, core: client.CoreV1Api, namespace: str
+) -> None:
+    """The whole path on the node: the operator's Job under gVisor -> its NetworkPolicy -> the gateway
+    (TokenReview) -> an MCPServer served by a pod (our demo server, streamable HTTP) -> PII tokenized in the
+    vault -> status.result. From the same pod, nothing but the gateway answers; a pod without the task's
+    policy reaches every one of those targets (so "closed" is the policy, not a dead target), but not the
+    gateway, which admits task pods only."""
+    custom = client.CustomObjectsApi()
+    crm_ip = _crm_server(core, custom, namespace)
     api_port = e2e_node.cp.url.rsplit(":", 1)[1]
     targets = [
         ("crm-service", f"crm.{namespace}.svc.cluster.local", 8080),
@@ -215,3 +226,55 @@ def test_a_task_calls_a_real_mcp_server_through_the_gateway_and_reaches_nothing_
     opened = " ".join(f"{name}=open" for name, _, _ in targets)
     # ...and the gateway, by the chart's own policy, takes connections only from task pods.
     assert f"reach: gateway=closed {opened}" in run_to_completion(core, namespace, control)
+
+
+SAVE_SKILL = """
+def customers_on_plan(plan):
+    \"\"\"Names of the customers on one plan.\"\"\"
+    return [c["name"] for c in call_tool("crm/list_customers", {"plan": plan})["customers"]]
+
+save_skill("customers_on_plan", customers_on_plan, "Names of the customers on a plan (crm).")
+print("saved:", [s["name"] for s in list_skills()])
+"""
+REUSE_SKILL = """
+print("enterprise:", load_skill("customers_on_plan").customers_on_plan("enterprise"))
+"""
+
+
+def test_skills_saved_by_one_task_are_loaded_by_the_next_from_the_pvc(
+    e2e_node: Node, release: Release, core: client.CoreV1Api, namespace: str
+) -> None:
+    """The operator's skills PVC (no provisioner on this node: the test makes a hostPath PV for it) keeps a skill
+    one task saved; a read-only task of the same owner loads and runs it."""
+    custom = client.CustomObjectsApi()
+    _crm_server(core, custom, namespace)
+    volume = Path(tempfile.mkdtemp(prefix="mcpexec-e2e-skills-"))
+    os.chown(volume, SANDBOX_UID, SANDBOX_UID)  # a hostPath is not chowned to the pod's fsGroup
+    pv = f"skills-{namespace}"
+    core.create_persistent_volume({
+        "metadata": {"name": pv},
+        "spec": {
+            "capacity": {"storage": "1Gi"}, "accessModes": ["ReadWriteOnce"], "storageClassName": "",
+            "persistentVolumeReclaimPolicy": "Retain", "hostPath": {"path": str(volume), "type": "Directory"},
+            "claimRef": {"namespace": namespace, "name": "skills-crm-team"},
+        },
+    })  # fmt: skip
+    try:
+        kubectl = [str(kubectl_binary()), "--kubeconfig", str(e2e_node.cp.kubeconfig), "apply", "-n", namespace]
+        results = []
+        for name, code, read_only in (("save", SAVE_SKILL, False), ("reuse", REUSE_SKILL, True)):
+            task = {
+                "apiVersion": f"{GROUP}/{API_VERSION}", "kind": "AgentTask", "metadata": {"name": name},
+                "spec": {"timeoutSeconds": 120, "mcpServers": ["crm"], "code": code,
+                         "skills": {"owner": "crm-team", "readOnly": read_only}},
+            }  # fmt: skip
+            subprocess.run([*kubectl, "-f", "-"], input=json.dumps(task), text=True, check=True)
+            status = wait_task(custom, name, namespace)["status"]
+            assert status["phase"] == "Succeeded", status
+            results.append(status["result"])
+        assert "saved: ['customers_on_plan']" in results[0], results
+        assert "enterprise: ['Alice Martin']" in results[1], results
+        assert (volume / "customers_on_plan" / "SKILL.md").is_file(), sorted(p.name for p in volume.rglob("*"))
+    finally:
+        core.delete_persistent_volume(pv)
+        shutil.rmtree(volume)
