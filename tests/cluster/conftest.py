@@ -8,13 +8,12 @@ in-process with kopf.testing.KopfRunner (module scope); a test that must SIGKILL
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Iterator
 from typing import Any
 
 import kopf.testing
 import pytest
-from kubernetes import client, config
+from kubernetes import client
 
 from controller.settings import KUBE_DNS
 from tests.cluster import kube
@@ -26,19 +25,10 @@ DNS_PEERS = [KUBE_DNS, {"ipBlock": {"cidr": "169.254.20.10/32"}}]
 
 @pytest.fixture(scope="session")
 def cluster() -> Iterator[ControlPlane]:
-    with control_plane() as cp:
-        old = os.environ.get("KUBECONFIG")
-        os.environ["KUBECONFIG"] = str(cp.kubeconfig)
-        config.load_kube_config(config_file=str(cp.kubeconfig))
+    with control_plane() as cp, cp.as_default_client():
         kube.install_crds()
         kube.ensure_runtime_class("gvisor")
-        try:
-            yield cp
-        finally:
-            if old is None:
-                os.environ.pop("KUBECONFIG", None)
-            else:
-                os.environ["KUBECONFIG"] = old
+        yield cp
 
 
 @pytest.fixture(scope="module")

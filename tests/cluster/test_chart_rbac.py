@@ -24,7 +24,7 @@ from gateway.sessions import SessionPool
 from mcpexec.agenttask import GROUP, MCPSERVER_PLURAL, VERSION
 from tests.cluster.kube import create_task, task_status, wait_for
 from tests.support.chart import render
-from tests.support.components import REPO, free_port, wait_for_port
+from tests.support.components import REPO, demo_over_http, free_port
 from tests.support.control_plane import ControlPlane
 from tests.support.malformed import agenttask
 
@@ -201,17 +201,8 @@ def test_gateway_reports_mcpserver_status_with_the_charts_rbac_only(
             await pool.close()
         return first, again, after_relist
 
-    server = subprocess.Popen(
-        [sys.executable, "-m", "mcpexec.demo_server", "--http", str(port)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    try:
-        wait_for_port(port, server, "demo server")
+    with demo_over_http(port):
         patched = asyncio.run(scenario())
-    finally:
-        server.terminate()
-        server.wait(timeout=10)
     assert patched == (2, 0, 0)
     crm, down = read("crm")["status"], read("down")["status"]
     assert crm["conditions"][0]["status"] == "True" and crm["conditions"][0]["reason"] == "ToolsListed"

@@ -7,13 +7,12 @@ since they need root and the node takes minutes to build the first time.
 
 from __future__ import annotations
 
-import os
 import time
 import uuid
 from collections.abc import Iterator
 
 import pytest
-from kubernetes import client, config
+from kubernetes import client
 
 from tests.e2e.node import Node, node
 
@@ -33,17 +32,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 @pytest.fixture(scope="module")
 def e2e_node() -> Iterator[Node]:
-    with node() as the_node:
-        old = os.environ.get("KUBECONFIG")
-        os.environ["KUBECONFIG"] = str(the_node.cp.kubeconfig)
-        config.load_kube_config(config_file=str(the_node.cp.kubeconfig))
-        try:
-            yield the_node
-        finally:
-            if old is None:
-                os.environ.pop("KUBECONFIG", None)
-            else:
-                os.environ["KUBECONFIG"] = old
+    with node() as the_node, the_node.cp.as_default_client():
+        yield the_node
 
 
 @pytest.fixture

@@ -39,7 +39,7 @@ from cryptography.hazmat.primitives.asymmetric import rsa
 from cryptography.x509.oid import NameOID
 
 from tests.support.components import CACHE_ROOT, REPO, free_port
-from tests.support.control_plane import ControlPlane, _write_kubeconfig, control_plane
+from tests.support.control_plane import ControlPlane, _write_kubeconfig, control_plane, spawn
 
 E2E = REPO / "tests" / "e2e"
 PROJECT_VERSION = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["version"]
@@ -339,20 +339,11 @@ def _wait(probe: object, timeout: float, what: str, procs: Sequence[subprocess.P
         time.sleep(0.25)
 
 
-def _spawn(stack: ExitStack, args: list[str], log: Path, env: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
-    handle = stack.enter_context(log.open("wb"))
-    proc = subprocess.Popen(args, stdout=handle, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env)
-
-    def stop() -> None:
-        proc.terminate()
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-
-    stack.callback(stop)
-    return proc
+def _spawn_node(
+    stack: ExitStack, args: list[str], log: Path, env: dict[str, str] | None = None
+) -> subprocess.Popen[bytes]:
+    """Node components get longer to stop than the control plane's (the kubelet drains its pods)."""
+    return spawn(stack, args, log, env, stop_seconds=20)
 
 
 # --- teardown of what the kubelet and containerd leave behind.
@@ -551,7 +542,7 @@ def _node(bins: Path, platform: str, ready_timeout: float) -> Iterator[Node]:
             kubeconfigs[component] = workdir / f"{component}.kubeconfig"
             _write_kubeconfig(kubeconfigs[component], cp.url, cp.user_tokens[user], ca_path)
         scheduler_kubeconfig, kubelet_kubeconfig = kubeconfigs["scheduler"], kubeconfigs["kubelet"]
-        scheduler = _spawn(
+        scheduler = _spawn_node(
             stack,
             [str(bins / "kube-scheduler"), "--kubeconfig", str(scheduler_kubeconfig), "--leader-elect=false",
              "--secure-port", "0"],
@@ -559,7 +550,7 @@ def _node(bins: Path, platform: str, ready_timeout: float) -> Iterator[Node]:
         )  # fmt: skip
         # kube-proxy (iptables): Services, `kubernetes` included; its rules are removed afterwards.
         stack.callback(subprocess.run, [str(bins / "kube-proxy"), "--cleanup"], capture_output=True)
-        proxy = _spawn(
+        proxy = _spawn_node(
             stack,
             [str(bins / "kube-proxy"), "--kubeconfig", str(kubeconfigs["proxy"]), "--hostname-override", NODE_NAME,
              "--proxy-mode", "iptables", "--cluster-cidr", POD_SUBNET, "--conntrack-max-per-core", "0",
@@ -572,7 +563,7 @@ def _node(bins: Path, platform: str, ready_timeout: float) -> Iterator[Node]:
 
         # NetworkPolicy enforcement (tests/e2e/netpol.py); its chains go when it stops, or after.
         stack.callback(_delete_netpol_chains)
-        netpol = _spawn(
+        netpol = _spawn_node(
             stack,
             [sys.executable, "-m", "tests.e2e.netpol", "--kubeconfig", str(cp.kubeconfig), "--pod-cidr", POD_SUBNET],
             workdir / "netpol.log",
@@ -589,7 +580,7 @@ def _node(bins: Path, platform: str, ready_timeout: float) -> Iterator[Node]:
         config.write_text(_containerd_config(workdir, runsc_toml))
         socket = workdir / "containerd" / "containerd.sock"
         env = {**os.environ, "PATH": f"{bins}:{os.environ.get('PATH', '/usr/sbin:/usr/bin:/sbin:/bin')}"}
-        containerd = _spawn(stack, ["containerd", "--config", str(config)], workdir / "containerd.log", env)
+        containerd = _spawn_node(stack, ["containerd", "--config", str(config)], workdir / "containerd.log", env)
         _wait(socket.exists, 30, "containerd's socket", [containerd], workdir / "containerd.log")
         the_node = Node(cp=cp, name=NODE_NAME, workdir=workdir, bins=bins, containerd_socket=socket)
         archives = image_archives(bins)
@@ -600,7 +591,7 @@ def _node(bins: Path, platform: str, ready_timeout: float) -> Iterator[Node]:
         kubelet_config = workdir / "kubelet-config.yaml"
         kubelet_config.write_text(yaml.safe_dump(_kubelet_config(workdir, socket, ca, address)))
         # Stopped before containerd (ExitStack is LIFO), after every pod is gone.
-        kubelet = _spawn(
+        kubelet = _spawn_node(
             stack,
             [str(bins / "kubelet"), "--config", str(kubelet_config), "--kubeconfig", str(kubelet_kubeconfig),
              "--root-dir", str(workdir / "kubelet"), "--cert-dir", str(workdir / "kubelet" / "pki"),

@@ -3,33 +3,14 @@ gateway keeps working when that server dies and comes back."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 from mcpexec.agenttask import MCPServerSpec
 from tests.gateway.conftest import make_task, serving
-from tests.support.components import free_port, wait_for_port
+from tests.support.components import demo_over_http, free_port
 
 GET = {"arguments": {"customer_id": "C002"}}
-
-
-@contextmanager
-def demo_over_http(port: int) -> Iterator[None]:
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "mcpexec.demo_server", "--http", str(port)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    try:
-        wait_for_port(port, proc, "demo server")
-        yield
-    finally:
-        proc.terminate()
-        proc.wait(timeout=10)
 
 
 def test_streamable_http_server_with_reconnect(workdir: Path) -> None:

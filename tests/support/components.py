@@ -9,6 +9,7 @@ import os
 import shutil
 import socket
 import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Iterator
@@ -72,3 +73,19 @@ def redis_server() -> Iterator[str]:
         finally:
             proc.terminate()
             proc.wait(timeout=10)
+
+
+@contextmanager
+def demo_over_http(port: int) -> Iterator[None]:
+    """Our demo MCP server (mcpexec/demo_server.py) over streamable HTTP on 127.0.0.1:port."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "mcpexec.demo_server", "--http", str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        wait_for_port(port, proc, "demo server")
+        yield
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)

@@ -25,6 +25,7 @@ from pathlib import Path
 import yaml
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
+from kubernetes import config
 
 from tests.support.components import REPO, free_port
 
@@ -54,6 +55,20 @@ class ControlPlane:
 
     def env(self) -> dict[str, str]:
         return {**os.environ, "KUBECONFIG": str(self.kubeconfig)}
+
+    @contextmanager
+    def as_default_client(self) -> Iterator[None]:
+        """KUBECONFIG and the kubernetes client's default configuration point here while inside."""
+        old = os.environ.get("KUBECONFIG")
+        os.environ["KUBECONFIG"] = str(self.kubeconfig)
+        config.load_kube_config(config_file=str(self.kubeconfig))
+        try:
+            yield
+        finally:
+            if old is None:
+                os.environ.pop("KUBECONFIG", None)
+            else:
+                os.environ["KUBECONFIG"] = old
 
 
 def _wait_ready(url: str, token: str, procs: list[subprocess.Popen[bytes]], timeout: float = 90) -> None:
@@ -103,14 +118,17 @@ def _write_kubeconfig(path: Path, url: str, token: str, ca: Path) -> None:
     )
 
 
-def _spawn(stack: ExitStack, args: list[str], log: Path) -> subprocess.Popen[bytes]:
+def spawn(
+    stack: ExitStack, args: list[str], log: Path, env: dict[str, str] | None = None, stop_seconds: float = 15
+) -> subprocess.Popen[bytes]:
+    """Start a component logging to `log`; the stack stops it (SIGTERM, then SIGKILL after `stop_seconds`)."""
     handle = stack.enter_context(log.open("wb"))
-    proc = subprocess.Popen(args, stdout=handle, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+    proc = subprocess.Popen(args, stdout=handle, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env)
 
     def stop() -> None:
         proc.terminate()
         try:
-            proc.wait(timeout=15)
+            proc.wait(timeout=stop_seconds)
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
@@ -150,7 +168,7 @@ def control_plane(
     kubeconfig = workdir / "kubeconfig"
     with ExitStack() as stack:
         stack.callback(shutil.rmtree, workdir, True)
-        etcd = _spawn(
+        etcd = spawn(
             stack,
             [
                 str(bins / "etcd"),
@@ -162,7 +180,7 @@ def control_plane(
             ],
             workdir / "etcd.log",
         )  # fmt: skip
-        apiserver = _spawn(
+        apiserver = spawn(
             stack,
             [
                 str(bins / "kube-apiserver"),
@@ -188,7 +206,7 @@ def control_plane(
             raise RuntimeError(f"{exc}; kube-apiserver.log ends with:\n" + "\n".join(tail)) from None
         _write_kubeconfig(kubeconfig, url, token, workdir / "certs" / "apiserver.crt")
         if with_controller_manager:
-            _spawn(
+            spawn(
                 stack,
                 [
                     str(bins / "kube-controller-manager"),
