@@ -7,7 +7,9 @@
 #   3. per image, add the runtime package (runtime) or the project installed with its dependencies by the
 #      image's own python3 (controller, gateway), check that the entry module imports as uid 65534,
 #      and commit with buildah to a docker-archive that `ctr -n k8s.io images import` or `podman load` take.
-#   images/build-rootfs.sh [runtime|controller|gateway ...]      (default: all three)
+#   4. redis (the chart's bundled PII vault where redis:7.2-alpine cannot be pulled): Debian's redis-server
+#      package closure, uid 999, entrypoint redis-server.
+#   images/build-rootfs.sh [runtime|controller|gateway|redis ...]      (default: all four)
 # Output: $MCPEXEC_CACHE/images/<name>-<version>.tar, tagged mcpexec/<name>:<version>, written atomically,
 # with <name>-<version>.tar.inputs: the hash of what went in. An image whose inputs did not change is not
 # rebuilt, so callers (the e2e tests) run this every time and always get images of the current sources.
@@ -22,9 +24,9 @@ SLIM="$CACHE_ROOT/rootfs/$SUITE-python3-slim-$(sha256sum images/slim_rootfs.py |
 OUT="$CACHE_ROOT/images"
 log() { printf '[images] %s\n' "$*" >&2; }
 
-targets=("$@"); [ ${#targets[@]} -gt 0 ] || targets=(runtime controller gateway)
+targets=("$@"); [ ${#targets[@]} -gt 0 ] || targets=(runtime controller gateway redis)
 for target in "${targets[@]}"; do
-  case "$target" in runtime|controller|gateway) ;; *) echo "unknown image: $target (runtime|controller|gateway)" >&2; exit 2 ;; esac
+  case "$target" in runtime|controller|gateway|redis) ;; *) echo "unknown image: $target (runtime|controller|gateway|redis)" >&2; exit 2 ;; esac
 done
 
 missing=()
@@ -44,10 +46,32 @@ if [ ! -x "$BASE/usr/bin/python3" ]; then
   mv "$BASE.tmp" "$BASE"
 fi
 
+# debootstrap a base with `packages`, then keep only their closure (slim_rootfs.py): slim_root BASE SLIM PACKAGE...
+slim_root() {
+  local base="$1" slim="$2"; shift 2
+  if [ ! -d "$base/var/lib/dpkg" ]; then
+    log "debootstrap $SUITE (minbase + $*) into $base"
+    rm -rf "$base.tmp" && mkdir -p "$base.tmp"
+    debootstrap --variant=minbase --include="$(IFS=,; echo "$*")" "$SUITE" "$base.tmp" >/dev/null
+    rm -rf "$base.tmp"/var/cache/apt/archives/*.deb "$base.tmp"/var/lib/apt/lists/*
+    mv "$base.tmp" "$base"
+  fi
+  if [ ! -d "$slim/usr" ]; then
+    log "the package closure of $* from $base into $slim"
+    rm -rf "$slim.tmp"
+    local packages; packages="$(python3 images/slim_rootfs.py "$base" "$slim.tmp" "$@" base-files)"
+    log "packages: $packages"
+    mv "$slim.tmp" "$slim"
+  fi
+}
+REDIS_BASE="$CACHE_ROOT/rootfs/$SUITE-redis-server"
+REDIS_SLIM="$CACHE_ROOT/rootfs/$SUITE-redis-slim-$(sha256sum images/slim_rootfs.py | cut -c1-12)"
+
 if [ ! -x "$SLIM/usr/bin/python3" ]; then
   log "python3's package closure from $BASE into $SLIM"
   rm -rf "$SLIM.tmp"
-  log "packages: $(python3 images/slim_rootfs.py "$BASE" "$SLIM.tmp")"
+  packages="$(python3 images/slim_rootfs.py "$BASE" "$SLIM.tmp")"
+  log "packages: $packages"
   # Read-only root filesystems: bytecode compiled now, or on every start.
   chroot "$SLIM.tmp" /usr/bin/python3 -m compileall -q /usr/lib/python3.11 >/dev/null
   mv "$SLIM.tmp" "$SLIM"
@@ -92,8 +116,12 @@ app_site() {
 
 # The hash of an image's inputs: this script, the base's recipe, and the sources it copies.
 inputs_hash() {
-  local sources=(images/build-rootfs.sh images/slim_rootfs.py runtime)
-  [ "$1" = runtime ] || sources+=(pyproject.toml README.md mcpexec controller gateway)
+  local sources=(images/build-rootfs.sh images/slim_rootfs.py)
+  case "$1" in
+    redis) ;;
+    runtime) sources+=(runtime) ;;
+    *) sources+=(runtime pyproject.toml README.md mcpexec controller gateway) ;;
+  esac
   find "${sources[@]}" -type f ! -path '*/__pycache__/*' -print0 | LC_ALL=C sort -z | xargs -0 sha256sum | sha256sum | cut -c1-16
 }
 
@@ -106,6 +134,31 @@ build() {
     return 0
   fi
   log "$name -> $tar (inputs $inputs)"
+  if [ "$name" = redis ]; then build_redis "$tar"; else build_python "$name" "$tar"; fi
+  mv "$tar.tmp" "$tar"
+  echo "$inputs" >"$tar.inputs"
+  log "$name: $(du -h "$tar" | cut -f1) in $((SECONDS - started)) s"
+}
+
+build_redis() {
+  local tar="$1"
+  slim_root "$REDIS_BASE" "$REDIS_SLIM" redis-server
+  ctr="$(buildah from scratch)"
+  local mnt; mnt="$(buildah mount "$ctr")"
+  cp -a "$REDIS_SLIM/." "$mnt/"
+  mkdir -p "$mnt/data" && chown 999:999 "$mnt/data"
+  # It must start as the user the chart runs it as (999, as the official image).
+  env -i PATH=/usr/bin "$(command -v chroot)" --userspec=999:999 "$mnt" /usr/bin/redis-server --version >/dev/null
+  buildah umount "$ctr" >/dev/null
+  buildah config --user 999:999 --workingdir /data --env PATH=/usr/bin --entrypoint '["redis-server"]' \
+    --label org.opencontainers.image.version="$VERSION" "$ctr"
+  rm -f "$tar.tmp"
+  buildah commit -q --rm "$ctr" "docker-archive:$tar.tmp:mcpexec/redis:$VERSION" >/dev/null
+  ctr=""
+}
+
+build_python() {
+  local name="$1" tar="$2"
   ctr="$(buildah from scratch)"
   local mnt; mnt="$(buildah mount "$ctr")"
   cp -a "$SLIM/." "$mnt/"
@@ -130,9 +183,6 @@ build() {
   rm -f "$tar.tmp"
   buildah commit -q --rm "$ctr" "docker-archive:$tar.tmp:mcpexec/$name:$VERSION" >/dev/null
   ctr=""
-  mv "$tar.tmp" "$tar"
-  echo "$inputs" >"$tar.inputs"
-  log "$name: $(du -h "$tar" | cut -f1) in $((SECONDS - started)) s"
 }
 
 mkdir -p "$OUT"

@@ -1,6 +1,6 @@
-"""Copy a minimal root filesystem out of a debootstrap one: the files of python3's package closure only.
+"""Copy a minimal root filesystem out of a debootstrap one: the files of some packages' closure only.
 
-    python3 images/slim_rootfs.py BASE DEST
+    python3 images/slim_rootfs.py BASE DEST [PACKAGE ...]      (default: python3 tzdata base-files)
 
 No shell, no package manager, no perl, no coreutils: what Debian's python3 needs to start, its standard
 library, tzdata and the CA bundle, plus `nobody` (uid 65534) in /etc/passwd. The closure follows
@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 
 ROOTS = ("python3", "tzdata", "base-files")
-NOT_AT_RUN_TIME = frozenset({"debconf", "perl-base", "dpkg", "mawk"})
+NOT_AT_RUN_TIME = frozenset({"debconf", "perl-base", "dpkg", "mawk", "adduser"})
 # Documentation, and glibc's iconv modules (8 MB; Python's codecs do not use iconv).
 DROPPED_DIRS = (
     "usr/share/doc",
@@ -53,10 +53,10 @@ def installed_packages(base: Path) -> tuple[dict[str, list[list[str]]], dict[str
     return depends, provides
 
 
-def closure(base: Path) -> list[str]:
+def closure(base: Path, roots: tuple[str, ...] = ROOTS) -> list[str]:
     depends, provides = installed_packages(base)
     seen: set[str] = set()
-    todo = list(ROOTS)
+    todo = list(roots)
     while todo:
         name = todo.pop()
         name = name if name in depends else provides.get(name, name)
@@ -94,7 +94,7 @@ def copy_path(base: Path, dest: Path, listed: str) -> None:
         shutil.copy2(source, target, follow_symlinks=False)
 
 
-def main(base: Path, dest: Path) -> None:
+def main(base: Path, dest: Path, roots: tuple[str, ...] = ROOTS) -> None:
     if dest.exists():
         raise SystemExit(f"{dest} exists")
     dest.mkdir(parents=True)
@@ -102,13 +102,14 @@ def main(base: Path, dest: Path) -> None:
     for top in ("bin", "lib", "lib64", "sbin"):
         if (base / top).is_symlink():
             (dest / top).symlink_to(os.readlink(base / top))
-    packages = closure(base)
+    packages = closure(base, roots)
     for package in packages:
         for listed in package_paths(base, package):
             copy_path(base, dest, listed)
     for relative in FROM_BASE:
-        (dest / relative).parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy2(base / relative, dest / relative)
+        if (base / relative).exists():  # the CA bundle only where ca-certificates is installed
+            (dest / relative).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(base / relative, dest / relative)
     (dest / "etc/passwd").write_text(PASSWD)
     (dest / "etc/group").write_text(GROUP)
     for writable in ("tmp", "var/tmp"):
@@ -118,6 +119,6 @@ def main(base: Path, dest: Path) -> None:
 
 
 if __name__ == "__main__":
-    if len(sys.argv) != 3:
+    if len(sys.argv) < 3:
         raise SystemExit(__doc__)
-    main(Path(sys.argv[1]), Path(sys.argv[2]))
+    main(Path(sys.argv[1]), Path(sys.argv[2]), tuple(sys.argv[3:]) or ROOTS)

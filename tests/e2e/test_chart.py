@@ -11,8 +11,6 @@ import shutil
 import subprocess
 import tempfile
 import time
-from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -26,44 +24,32 @@ from mcpexec.agenttask import SANDBOX_UID
 from tests.e2e.node import PROJECT_VERSION, Node, host_ip, kubectl_binary, project_image
 from tests.e2e.pods import pod, run_to_completion, wait_phase
 from tests.support.chart import CHART, HELM
-from tests.support.components import free_port
 
 pytestmark = pytest.mark.e2e
 
 GROUP, API_VERSION, PLURAL = "mcpexec.dev", "v1alpha1", "agenttasks"
 
 
-@dataclass(frozen=True)
-class Release:
-    namespace: str
-    vault_port: int  # the redis-server on the node's address
+RELEASE_NAMESPACE = "mcpexec-system"
+VAULT = f"mcpexec-redis.{RELEASE_NAMESPACE}.svc.cluster.local"  # the chart's bundled Redis Service
 
 
 @pytest.fixture(scope="module")
-def release(e2e_node: Node) -> Iterator[Release]:
-    """The chart installed in mcpexec-system; the PII vault is a redis-server on the node's address."""
-    port = free_port()
-    redis = subprocess.Popen(
-        ["redis-server", "--bind", host_ip(), "--port", str(port), "--save", "", "--protected-mode", "no"],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    try:
-        for name in ("controller", "gateway", "runtime"):
-            e2e_node.import_image(project_image(name))
-        started = time.monotonic()
-        out = subprocess.run(
-            [str(HELM), "install", "mcpexec", str(CHART), "-n", "mcpexec-system",
-             "--create-namespace", "--wait", "--timeout", "180s", "--set", "redis.enabled=false",
-             "--set", f"redis.external.url=redis://{host_ip()}:{port}/0"],
-            capture_output=True, text=True, env=e2e_node.cp.env(),
-        )  # fmt: skip
-        assert out.returncode == 0, out.stderr
-        print(f"helm install --wait: {time.monotonic() - started:.1f}s")
-        yield Release("mcpexec-system", port)
-    finally:
-        redis.terminate()
-        redis.wait(timeout=10)
+def release(e2e_node: Node) -> str:
+    """The chart installed in mcpexec-system as a user would, its bundled Redis from our redis image (the
+    chart's default redis:7.2-alpine cannot be pulled here)."""
+    for name in ("controller", "gateway", "runtime", "redis"):
+        e2e_node.import_image(project_image(name))
+    started = time.monotonic()
+    out = subprocess.run(
+        [str(HELM), "install", "mcpexec", str(CHART), "-n", RELEASE_NAMESPACE, "--create-namespace", "--wait",
+         "--timeout", "180s", "--set", "images.redis.repository=mcpexec/redis",
+         "--set", f"images.redis.tag={PROJECT_VERSION}"],
+        capture_output=True, text=True, env=e2e_node.cp.env(),
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    print(f"helm install --wait: {time.monotonic() - started:.1f}s")
+    return RELEASE_NAMESPACE
 
 
 def wait_task(
@@ -78,7 +64,7 @@ def wait_task(
         time.sleep(0.5)
 
 
-def test_a_direct_code_task_runs_under_gvisor_and_its_result_lands_in_status(e2e_node: Node, release: Release) -> None:
+def test_a_direct_code_task_runs_under_gvisor_and_its_result_lands_in_status(e2e_node: Node, release: str) -> None:
     task = {
         "apiVersion": f"{GROUP}/{API_VERSION}",
         "kind": "AgentTask",
@@ -145,7 +131,7 @@ async def _sent_messages(url: str) -> list[dict[str, Any]]:
 
 def _crm_server(core: client.CoreV1Api, custom: client.CustomObjectsApi, namespace: str) -> str:
     """Our demo MCP server in a pod (the gateway image) behind Service `crm`, and MCPServer `crm` naming it over
-    streamable HTTP; returns the pod's IP once it runs."""
+    streamable HTTP; returns the pod's IP once it is Ready (listening)."""
     demo = {
         "metadata": {"name": "crm", "labels": {"app": "crm"}},
         "spec": {
@@ -166,17 +152,23 @@ def _crm_server(core: client.CoreV1Api, custom: client.CustomObjectsApi, namespa
         "apiVersion": f"{GROUP}/{API_VERSION}", "kind": "MCPServer", "metadata": {"name": "crm"},
         "spec": {"transport": "streamableHttp", "url": f"http://crm.{namespace}.svc.cluster.local:8080/mcp"},
     })  # fmt: skip
-    return str(wait_phase(core, namespace, "crm", {"Running"}).status.pod_ip)
+    running = wait_phase(core, namespace, "crm", {"Running"})
+    deadline = time.monotonic() + 60
+    while not any(c.type == "Ready" and c.status == "True" for c in running.status.conditions or []):
+        assert time.monotonic() < deadline, running.status
+        time.sleep(0.5)
+        running = core.read_namespaced_pod("crm", namespace)
+    return str(running.status.pod_ip)
 
 
 def test_a_task_calls_a_real_mcp_server_through_the_gateway_and_reaches_nothing_else(
-    e2e_node: Node, release: Release, core: client.CoreV1Api, namespace: str
+    e2e_node: Node, release: str, core: client.CoreV1Api, namespace: str
 ) -> None:
     """The whole path on the node: the operator's Job under gVisor -> its NetworkPolicy -> the gateway
     (TokenReview) -> an MCPServer served by a pod (our demo server, streamable HTTP) -> PII tokenized in the
     vault -> status.result. From the same pod, nothing but the gateway answers; a pod without the task's
-    policy reaches every one of those targets (so "closed" is the policy, not a dead target), but not the
-    gateway, which admits task pods only."""
+    policy reaches the MCP server and the API server (so "closed" is the policy, not a dead target), but not
+    the gateway, which admits task pods only, nor the vault, which admits the gateway only."""
     custom = client.CustomObjectsApi()
     crm_ip = _crm_server(core, custom, namespace)
     api_port = e2e_node.cp.url.rsplit(":", 1)[1]
@@ -185,9 +177,9 @@ def test_a_task_calls_a_real_mcp_server_through_the_gateway_and_reaches_nothing_
         ("crm-pod", crm_ip, 8080),
         ("api-service", "10.96.0.1", 443),
         ("api-node", host_ip(), api_port),
-        ("vault", host_ip(), release.vault_port),
+        ("vault", VAULT, 6379),
     ]
-    probes = PROBES.format(gateway=f"mcpexec-gateway.{release.namespace}.svc.cluster.local:8000", targets=targets)
+    probes = PROBES.format(gateway=f"mcpexec-gateway.{release}.svc.cluster.local:8000", targets=targets)
 
     task = {
         "apiVersion": f"{GROUP}/{API_VERSION}",
@@ -223,9 +215,9 @@ def test_a_task_calls_a_real_mcp_server_through_the_gateway_and_reaches_nothing_
     control["spec"]["containers"][0].update(
         image=f"docker.io/mcpexec/runtime:{PROJECT_VERSION}", command=["python3", "-c", probes], args=None
     )
-    opened = " ".join(f"{name}=open" for name, _, _ in targets)
-    # ...and the gateway, by the chart's own policy, takes connections only from task pods.
-    assert f"reach: gateway=closed {opened}" in run_to_completion(core, namespace, control)
+    opened = " ".join(f"{name}=open" for name, _, _ in targets if name != "vault")
+    # ...but not the gateway (it takes task pods only) nor the vault (the gateway only): the chart's policies.
+    assert f"reach: gateway=closed {opened} vault=closed" in run_to_completion(core, namespace, control)
 
 
 SAVE_SKILL = """
@@ -242,7 +234,7 @@ print("enterprise:", load_skill("customers_on_plan").customers_on_plan("enterpri
 
 
 def test_skills_saved_by_one_task_are_loaded_by_the_next_from_the_pvc(
-    e2e_node: Node, release: Release, core: client.CoreV1Api, namespace: str
+    e2e_node: Node, release: str, core: client.CoreV1Api, namespace: str
 ) -> None:
     """The operator's skills PVC (no provisioner on this node: the test makes a hostPath PV for it) keeps a skill
     one task saved; a read-only task of the same owner loads and runs it."""

@@ -1,4 +1,4 @@
-"""The three images, built here without Docker or a registry (images/build-rootfs.sh), really run."""
+"""The images, built here without Docker or a registry (images/build-rootfs.sh), really run."""
 
 from __future__ import annotations
 
@@ -67,3 +67,20 @@ def test_image_runs_as_nobody_without_an_installer(container: str, entry: str, h
     assert config["Entrypoint"] == ["python3", "-m", entry]
     uid, no_pip, app = _run(container)
     assert (uid, no_pip, app) == ("65534", "True", has_app)
+
+
+@pytest.mark.parametrize("container", ["redis"], indirect=True)
+def test_redis_image_is_debians_redis_server_as_uid_999_without_a_shell(container: str) -> None:
+    """The chart's bundled vault where redis:7.2-alpine cannot be pulled (values: images.redis)."""
+    config = _inspect(container)
+    assert (config["User"], config["Entrypoint"], config["WorkingDir"]) == ("999:999", ["redis-server"], "/data")
+
+    def run(*command: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            ["buildah", "run", "--isolation", "chroot", "--user", "999:999", container, "--", *command],
+            capture_output=True, text=True, timeout=60,
+        )  # fmt: skip
+
+    version = run("redis-server", "--version")
+    assert version.returncode == 0 and version.stdout.startswith("Redis server v=7"), version
+    assert run("sh", "-c", "true").returncode != 0
