@@ -128,6 +128,13 @@ class Catalog:
         self._cache[key] = (connection.generation, tools)
         return tools
 
+    async def probe(self, key: str) -> list[types.Tool]:
+        """List the server's tools now (a real request, not the cache), refreshing the cache: for status."""
+        connection = self._pool.catalog(key)
+        tools = await connection.list_tools(wait=0 if connection.failing else self._wait)
+        self._cache[key] = (connection.generation, tools)
+        return tools
+
     def spec(self, ctx: TaskContext, server: str) -> MCPServerSpec | None:
         """The server as this task may see it; None if it is not in its policy or not configured."""
         if not policy.server_visible(ctx.task, server):

@@ -59,7 +59,7 @@ class ServerStatusReporter:
 
     async def _probe(self, key: str) -> dict[str, Any]:
         try:
-            tools = await self._catalog.tools_of(key)
+            tools = await self._catalog.probe(key)
         except GatewayError as exc:
             return desired_status(None, exc.message)
         return desired_status([(t.name, t.description) for t in tools], None)

@@ -187,24 +187,27 @@ def test_gateway_reports_mcpserver_status_with_the_charts_rbac_only(
     def read(name: str) -> dict[str, Any]:
         return dict(custom.get_namespaced_custom_object(GROUP, VERSION, namespace, MCPSERVER_PLURAL, name))
 
-    async def scenario() -> tuple[int, int, int]:
+    async def scenario() -> tuple[tuple[int, int, int, int], dict[str, Any], dict[str, Any]]:
         servers = ClusterServers(directory, 600, frozenset())
         await servers.refresh()
         pool = SessionPool(servers.specs, servers.headers)
         reporter = ServerStatusReporter(directory, servers, Catalog(pool, namespaced_server_key, wait=5))
         try:
-            first = await reporter.report_once()
-            again = await reporter.report_once()
-            await servers.refresh()  # as another replica would see it: the statuses as the API has them
-            after_relist = await reporter.report_once()
+            with demo_over_http(port):
+                first = await reporter.report_once()
+                again = await reporter.report_once()
+                await servers.refresh()  # as another replica would see it: the statuses as the API has them
+                after_relist = await reporter.report_once()
+                crm, down = read("crm")["status"], read("down")["status"]
+            gone = await reporter.report_once()  # the server stopped: it is probed, not answered from a cache
         finally:
             await pool.close()
-        return first, again, after_relist
+        return (first, again, after_relist, gone), crm, down
 
-    with demo_over_http(port):
-        patched = asyncio.run(scenario())
-    assert patched == (2, 0, 0)
-    crm, down = read("crm")["status"], read("down")["status"]
+    patched, crm, down = asyncio.run(scenario())
+    assert patched == (2, 0, 0, 1)
+    stopped = read("crm")["status"]
+    assert stopped["conditions"][0]["status"] == "False", stopped
     assert crm["conditions"][0]["status"] == "True" and crm["conditions"][0]["reason"] == "ToolsListed"
     assert crm["toolCount"] == 5
     assert {t["name"] for t in crm["tools"]} == {
