@@ -124,9 +124,7 @@ class Catalog:
         cached = self._cache.get(key)
         if cached is not None and (cached[0] == connection.generation or not connection.connected):
             return cached[1]
-        tools = await connection.list_tools(wait=0 if connection.failing else self._wait)
-        self._cache[key] = (connection.generation, tools)
-        return tools
+        return await self.probe(key)
 
     async def probe(self, key: str) -> list[types.Tool]:
         """List the server's tools now (a real request, not the cache), refreshing the cache: for status."""
