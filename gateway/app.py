@@ -37,9 +37,10 @@ class Health(BaseModel):
     status: str
 
 
-def _error(status: int, code: str, message: str) -> JSONResponse:
+def _error(status: int, code: str, message: str, retry_after: int | None = None) -> JSONResponse:
     body = ErrorResponse(error=ErrorBody(code=code, message=message))
-    return JSONResponse(body.model_dump(), status_code=status)
+    headers = None if retry_after is None else {"Retry-After": str(retry_after)}
+    return JSONResponse(body.model_dump(), status_code=status, headers=headers)
 
 
 async def _caller(
@@ -68,7 +69,7 @@ def create_app(core: GatewayCore) -> FastAPI:
     @app.exception_handler(GatewayError)
     async def _gateway_error(_request: Request, exc: GatewayError) -> JSONResponse:
         core.metrics.errors.labels(exc.code).inc()
-        return _error(exc.status, exc.code, exc.message)
+        return _error(exc.status, exc.code, exc.message, exc.retry_after)
 
     @app.exception_handler(RequestValidationError)
     async def _invalid_request(_request: Request, exc: RequestValidationError) -> JSONResponse:

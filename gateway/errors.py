@@ -21,6 +21,9 @@ class GatewayError(Exception):
 
     status = 500
     code = "internal"
+    # Seconds after which the same request may simply be sent again (answered as `Retry-After`): set only where
+    # nothing reached a tool, so a resend can never run a call twice.
+    retry_after: int | None = None
 
     def __init__(self, message: str) -> None:
         super().__init__(message)
@@ -47,7 +50,7 @@ class InvalidArguments(GatewayError):
 
 
 class RateLimited(GatewayError):
-    status, code = 429, "rate_limited"
+    status, code, retry_after = 429, "rate_limited", 1
 
 
 class UpstreamError(GatewayError):
@@ -63,7 +66,15 @@ class PiiDetectorUnavailable(GatewayError):
 
 
 class ServerUnavailable(GatewayError):
-    status, code = 503, "server_unavailable"
+    """Not connected (starting, reconnecting, not configured yet): the call was never sent."""
+
+    status, code, retry_after = 503, "server_unavailable", 1
+
+
+class ServerConnectionLost(GatewayError):
+    """The connection broke while the call was out: it may or may not have run, so it is not to be resent."""
+
+    status, code = 502, "server_connection_lost"
 
 
 class LLMUnavailable(GatewayError):

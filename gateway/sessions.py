@@ -21,7 +21,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.shared.exceptions import MCPError
 
-from gateway.errors import ServerUnavailable, ToolTimeout, UpstreamError
+from gateway.errors import ServerConnectionLost, ServerUnavailable, ToolTimeout, UpstreamError
 from mcpexec.agenttask import MCPServerSpec
 
 log = logging.getLogger("mcpexec.gateway.sessions")
@@ -105,9 +105,21 @@ class MCPConnection:
             raise ServerUnavailable(f"MCP server {self.server!r} is not connected")
         return self._client
 
-    def _lost(self) -> ServerUnavailable:
-        self._broken.set()
-        return ServerUnavailable(f"connection to MCP server {self.server!r} was lost")
+    def _drop(self, client: Client) -> None:
+        """`client`'s session is dead: hand it out no more (callers wait for the reconnect) and wake the runner.
+        Only if it is still the current one: a late failure of an old session never breaks its successor."""
+        if self._client is client:
+            self._client = None
+            self._ready.clear()
+            self._broken.set()
+
+    def _listing_lost(self, client: Client) -> ServerUnavailable:
+        self._drop(client)  # a listing has no effects: asking again is safe
+        return ServerUnavailable(f"connection to MCP server {self.server!r} was lost while listing tools")
+
+    def _call_lost(self, client: Client, tool: str) -> ServerConnectionLost:
+        self._drop(client)
+        return ServerConnectionLost(f"connection to MCP server {self.server!r} was lost during {tool}; it may have run")
 
     async def list_tools(self, wait: float) -> list[types.Tool]:
         client = await self._session(wait)
@@ -121,10 +133,10 @@ class MCPConnection:
                 if cursor is None:
                     return tools
         except _CONNECTION_LOST:
-            raise self._lost() from None
+            raise self._listing_lost(client) from None
         except MCPError as exc:
             if exc.code == types.CONNECTION_CLOSED:
-                raise self._lost() from None
+                raise self._listing_lost(client) from None
             raise UpstreamError(f"{self.server}: tools/list failed: {exc.message}") from None
 
     async def call_tool(self, tool: str, arguments: dict[str, Any], wait: float) -> types.CallToolResult:
@@ -136,12 +148,12 @@ class MCPConnection:
         except TimeoutError:
             raise ToolTimeout(f"{self.server}/{tool} did not answer within {timeout:g}s") from None
         except _CONNECTION_LOST:
-            raise self._lost() from None
+            raise self._call_lost(client, tool) from None
         except MCPError as exc:
             if exc.code == types.REQUEST_TIMEOUT:
                 raise ToolTimeout(f"{self.server}/{tool} did not answer within {timeout:g}s") from None
             if exc.code == types.CONNECTION_CLOSED:
-                raise self._lost() from None
+                raise self._call_lost(client, tool) from None
             raise UpstreamError(f"{self.server}/{tool}: {exc.message}") from None
 
     async def close(self) -> None:

@@ -10,21 +10,36 @@ import http.client
 import json
 import socket
 import threading
+import time
 import urllib.parse
 from typing import Any
 
 from runtime.config import Environment
 
 _TIMEOUT_SECONDS = 300.0
+# Answers the gateway gives before anything reached a tool (it says so with Retry-After): a server still
+# connecting or reconnecting, the task's rate limit. Resent for up to this long, backing off to 8 s.
+_RETRYABLE = frozenset({"server_unavailable", "rate_limited"})
+_RETRY_FOR_SECONDS = 60.0
+_RETRY_BACKOFF_CEILING = 8.0
 
 
 class ToolError(Exception):
     """The gateway refused or failed a request; `code` is its error code (e.g. forbidden, tool_timeout)."""
 
-    def __init__(self, status: int, code: str, message: str) -> None:
+    def __init__(self, status: int, code: str, message: str, retry_after: float | None = None) -> None:
         super().__init__(f"{code} ({status}): {message}")
         self.status = status
         self.code = code
+        self.retry_after = retry_after
+
+
+def _seconds(header: str | None) -> float | None:
+    """A Retry-After of delta-seconds (the only form the gateway sends)."""
+    try:
+        return None if header is None else max(0.0, float(header))
+    except ValueError:
+        return None
 
 
 class _UnixConnection(http.client.HTTPConnection):
@@ -66,6 +81,19 @@ class Gateway:
         if query:
             path = f"{path}?{urllib.parse.urlencode(query)}"
         payload = None if body is None else json.dumps(body).encode()
+        give_up_at = time.monotonic() + _RETRY_FOR_SECONDS
+        backoff = 0.5
+        while True:
+            try:
+                return self._send(method, path, payload)
+            except ToolError as exc:
+                wait = max(exc.retry_after or 0.0, backoff)
+                if exc.code not in _RETRYABLE or exc.retry_after is None or time.monotonic() + wait > give_up_at:
+                    raise
+            time.sleep(wait)
+            backoff = min(backoff * 2, _RETRY_BACKOFF_CEILING)
+
+    def _send(self, method: str, path: str, payload: bytes | None) -> Any:
         headers = {"Authorization": f"Bearer {self._env.bearer()}", "Content-Type": "application/json"}
         while True:
             conn, reused = self._connection()
@@ -84,7 +112,12 @@ class Gateway:
         answer = json.loads(raw) if raw else None
         if response.status >= 400:
             error = (answer or {}).get("error") or {}
-            raise ToolError(response.status, error.get("code", "error"), error.get("message", raw.decode()[:500]))
+            raise ToolError(
+                response.status,
+                error.get("code", "error"),
+                error.get("message", raw.decode()[:500]),
+                _seconds(response.getheader("Retry-After")),
+            )
         return answer
 
 

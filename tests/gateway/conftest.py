@@ -25,6 +25,8 @@ from tests.support.components import redis_server, reference_server_commands
 
 T = TypeVar("T")
 ALL_SERVERS = ["demo", "everything", "memory", "filesystem", "time", "git"]
+# In the environment of the `fragile` server's processes only, so a test can find and kill them.
+FRAGILE_MARKER = "MCPEXEC_TEST_FRAGILE=1"
 
 
 class GatewayThread:
@@ -138,6 +140,7 @@ def gateway(workdir: Path, redis_url: str) -> Iterator[GatewayThread]:
     servers = all_server_specs(workdir)
     servers["broken"] = MCPServerSpec(transport="stdio", command=[str(workdir / "no-such-server")])
     servers["slow"] = servers["everything"].model_copy(update={"call_timeout_seconds": 1})
+    servers["fragile"] = servers["everything"].model_copy(update={"env": dict([FRAGILE_MARKER.split("=")])})
     with GatewayThread(LocalGateway(servers, redis_url=redis_url), workdir / "gw.sock") as gw:
         yield gw
 

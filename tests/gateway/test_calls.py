@@ -3,9 +3,15 @@
 from __future__ import annotations
 
 import json
+import os
+import signal
+import threading
+import time
 from pathlib import Path
 
-from tests.gateway.conftest import ALL_SERVERS, GatewayThread, make_task
+import httpx
+
+from tests.gateway.conftest import ALL_SERVERS, FRAGILE_MARKER, GatewayThread, make_task
 
 
 def _text(answer: dict[str, object]) -> str:
@@ -83,6 +89,9 @@ def test_a_server_that_cannot_start_answers_503_and_others_keep_working(gateway:
     with gateway.client_for(make_task("call-broken", ["broken", "time"])) as c:
         broken = c.get("/v1/tools/broken/anything")
         assert broken.status_code == 503 and broken.json()["error"]["code"] == "server_unavailable"
+        # Nothing reached a tool: the answer says when the same call may be sent again (the runtime does).
+        call = c.post("/v1/tools/broken/anything/call", json={"arguments": {}})
+        assert call.status_code == 503 and call.headers["Retry-After"] == "1"
         ok = c.post("/v1/tools/time/get_current_time/call", json={"arguments": {"timezone": "UTC"}})
         assert ok.status_code == 200
 
@@ -94,3 +103,44 @@ def test_usage_counts_tool_calls_per_task(gateway: GatewayThread) -> None:
             c.post("/v1/tools/time/get_current_time/call", json={"arguments": {"timezone": "UTC"}})
         c.post("/v1/tools/time/get_current_time/call", json={"arguments": {}})  # refused: not counted
     assert gateway.gateway.usage(task.task_id) == {"llmTurns": 0, "tokensIn": 0, "tokensOut": 0, "toolCalls": 3}
+
+
+def _processes_marked(marker: str) -> list[int]:
+    """This test process' MCP server children started with `marker` in their environment."""
+    found = []
+    for environ in Path("/proc").glob("[0-9]*/environ"):
+        try:
+            if marker.encode() in environ.read_bytes().split(b"\0"):
+                found.append(int(environ.parent.name))
+        except OSError:
+            continue
+    return [pid for pid in found if pid != os.getpid()]
+
+
+def test_a_server_dying_during_a_call_answers_502_not_retryable_then_reconnects(gateway: GatewayThread) -> None:
+    """The call may have run before the server died: 502 server_connection_lost, no Retry-After (a resend could
+    run it twice); the task's next call gets a fresh server process."""
+    answers: list[httpx.Response] = []
+    with gateway.client_for(make_task("call-lost", ["fragile"])) as c:
+        assert c.post("/v1/tools/fragile/echo/call", json={"arguments": {"message": "up"}}).status_code == 200
+        slow = {"arguments": {"duration": 10, "steps": 1}}
+        caller = threading.Thread(
+            target=lambda: answers.append(c.post("/v1/tools/fragile/trigger-long-running-operation/call", json=slow))
+        )
+        caller.start()
+        time.sleep(1.5)
+        victims = _processes_marked(FRAGILE_MARKER)
+        assert victims, "no fragile MCP server process found"
+        for pid in victims:
+            os.kill(pid, signal.SIGKILL)
+        caller.join(timeout=30)
+        [lost] = answers
+        assert lost.status_code == 502 and lost.json()["error"]["code"] == "server_connection_lost"
+        assert "Retry-After" not in lost.headers
+        deadline = time.monotonic() + 30
+        while (
+            again := c.post("/v1/tools/fragile/echo/call", json={"arguments": {"message": "back"}})
+        ).status_code != 200:
+            assert again.json()["error"]["code"] == "server_unavailable" and time.monotonic() < deadline
+            time.sleep(0.5)
+        assert "back" in _text(again.json())

@@ -133,6 +133,7 @@ def test_rate_limit_per_task(small_gateway: GatewayThread) -> None:
         assert answers[0].status_code == 200
         refused = [a for a in answers if a.status_code == 429]
         assert refused and refused[0].json()["error"]["code"] == "rate_limited"
+        assert refused[0].headers["Retry-After"] == "1"
         assert c.get("/v1/servers").status_code == 200  # another task's budget is its own
 
 

@@ -20,7 +20,7 @@ import pytest
 
 from gateway.local import LocalGateway
 from gateway.settings import LLMUpstream
-from mcpexec.agenttask import AgentTask, parse_agenttask, runtime_task_config
+from mcpexec.agenttask import AgentTask, MCPServerSpec, parse_agenttask, runtime_task_config
 from mcpexec.sandbox.base import RUNTIME_PACKAGE
 from tests.gateway.conftest import GatewayThread, demo_spec
 from tests.support.malformed import agenttask
@@ -85,8 +85,11 @@ class RuntimeHarness:
 
 
 @contextmanager
-def runtime_harness(over_socket: bool = True, llm: LLMUpstream | None = None) -> Iterator[RuntimeHarness]:
-    """A fresh gateway (demo server, in-memory vault, optional LLM upstream) and the runtime on its own path."""
+def runtime_harness(
+    over_socket: bool = True, llm: LLMUpstream | None = None, extra_servers: dict[str, MCPServerSpec] | None = None
+) -> Iterator[RuntimeHarness]:
+    """A fresh gateway (demo server and `extra_servers`, in-memory vault, optional LLM upstream) and the runtime on
+    its own path."""
     # Unix socket paths are limited to ~100 bytes: a short directory, not pytest's deep tmp path.
     with tempfile.TemporaryDirectory(prefix="mcpexec-rt-") as tmp:
         root = Path(tmp)
@@ -94,7 +97,7 @@ def runtime_harness(over_socket: bool = True, llm: LLMUpstream | None = None) ->
         (root / "path" / "runtime").symlink_to(RUNTIME_PACKAGE)  # the runtime package and nothing else
         (root / "skills").mkdir()
         (root / "runs").mkdir()
-        gateway = LocalGateway({"demo": demo_spec(root / "outbox.jsonl")}, llm=llm)
+        gateway = LocalGateway({"demo": demo_spec(root / "outbox.jsonl"), **(extra_servers or {})}, llm=llm)
         with GatewayThread(gateway, root / "gw.sock" if over_socket else None) as gw:
             yield RuntimeHarness(gw, root)
 

@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import json
+import sys
+import threading
+from pathlib import Path
 
+from mcpexec.agenttask import MCPServerSpec
 from tests.runtime.conftest import RuntimeHarness, runtime_harness
 
 API_TOUR = """
@@ -78,3 +82,29 @@ print(first, call_tool("demo/get_customer", {"customer_id": "C002"})["id"])
     assert run.exit_code == 0, run.result
     assert run.result["result"] == "C001 C002\n"
     assert run.result["usage"]["toolCalls"] == 2
+
+
+def test_a_server_still_starting_is_waited_for_not_a_failed_task(tmp_path: Path) -> None:
+    """The gateway answers 503 server_unavailable with Retry-After while a server is not connected (nothing was
+    sent); the runtime sends the call again until it connects, so the task does not fail on a slow start."""
+    ready = tmp_path / "ready"
+    late = MCPServerSpec(  # exits at once until `ready` exists, then is the demo server
+        transport="stdio",
+        command=[
+            sys.executable,
+            "-c",
+            f"import os, sys; os.path.exists({str(ready)!r}) or sys.exit(1); "
+            f"os.execv(sys.executable, [sys.executable, '-m', 'mcpexec.demo_server'])",
+        ],
+        env={"DEMO_OUTBOX": str(tmp_path / "outbox.jsonl")},
+    )
+    code = "print(call_tool('late/get_customer', {'customer_id': 'C003'})['id'])"
+    with runtime_harness(extra_servers={"late": late}) as h:
+        starting = threading.Timer(3.0, ready.touch)
+        starting.start()
+        try:
+            run = h.run(h.task("late", code=code, mcpServers=["late"]))
+        finally:
+            starting.cancel()
+    assert run.exit_code == 0, run.result
+    assert run.result["result"] == "C003\n"
