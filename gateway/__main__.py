@@ -18,6 +18,7 @@ from gateway.kube import KubeDirectory
 from gateway.pii import presidio_detector
 from gateway.pii.vault import RedisVault
 from gateway.ratelimit import SharedRateLimits
+from gateway.server import HTTP
 from gateway.server_status import ServerStatusReporter
 from gateway.settings import GatewaySettings, Limits
 
@@ -57,7 +58,8 @@ async def serve(settings: GatewaySettings) -> None:
     await core.start()
     try:
         app = create_app(core)
-        await uvicorn.Server(uvicorn.Config(app, host=settings.host, port=settings.port, lifespan="off")).serve()
+        config = uvicorn.Config(app, host=settings.host, port=settings.port, lifespan="off", http=HTTP)
+        await uvicorn.Server(config).serve()
     finally:
         refresher.cancel()
         status_reports.cancel()

@@ -9,6 +9,10 @@ from collections.abc import Iterator
 import uvicorn
 from fastapi import FastAPI
 
+# uvicorn's C HTTP/1.1 parser (httptools), named so a missing package fails at start instead of silently falling
+# back to the pure-Python h11 implementation.
+HTTP = "httptools"
+
 
 class _EmbeddedServer(uvicorn.Server):
     """Leaves signal handling to the host program (`mcpexec run` owns Ctrl-C)."""
@@ -20,7 +24,7 @@ class _EmbeddedServer(uvicorn.Server):
 
 class BackgroundServer:
     def __init__(self, app: FastAPI, *, uds: str | None = None, host: str = "127.0.0.1", port: int = 0) -> None:
-        config = uvicorn.Config(app, uds=uds, host=host, port=port, log_level="warning", lifespan="off")
+        config = uvicorn.Config(app, uds=uds, host=host, port=port, log_level="warning", lifespan="off", http=HTTP)
         self._server = _EmbeddedServer(config)
         self._task: asyncio.Task[None] | None = None
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import random
 from pathlib import Path
 
 import phonenumbers
@@ -70,7 +71,7 @@ NUMBER_KINDS = (
 
 
 def test_no_valid_phone_number_is_shorter_than_the_detectors_digit_gate() -> None:
-    """The detector skips the phone matcher for texts with fewer than MIN_PHONE_DIGITS digits: no number that
+    """The detector runs the phone matcher only around runs of at least MIN_PHONE_DIGITS digits: no number that
     phonenumbers' metadata allows (country code + shortest national number of any type) is that short."""
     shortest = min(
         len(str(metadata.country_code)) + length
@@ -82,6 +83,36 @@ def test_no_valid_phone_number_is_shorter_than_the_detectors_digit_gate() -> Non
         if length > 0
     )
     assert shortest >= MIN_PHONE_DIGITS
+
+
+FULL_WIDTH_JAPAN = "+81 3-1234-5678".translate({ord(d): 0xFF10 + int(d) for d in "0123456789"})
+PHONE_SHAPES = [
+    "+1 (650) 253-0000 ext. 1234", "(202) 555-0143", "202.555.0143", "+1 202 555 0143 x 12", "+44 20 7031 3000",
+    "020 7031 3000", "+43 1110", "tel:+49-30-1234567;ext=89", "+33 1 23 45 67 89", FULL_WIDTH_JAPAN,
+    "[+1] 415 555 2671", "+1\u00a0617\u00a0555\u00a00199", "1-800-FLOWERS", "415-555-2671#99", "+61 2 9374 4000",
+    "2024-05-06 12:30:05", "pages 211-227 (2003)", "order 4155552671", "v1.2.3", "12/05/2024", "+1 202 555 01",
+]  # fmt: skip
+FILLER = ["call", "line", "12:", "the", "no.", "(", ")", "-", "+", "x", "ext", "at", "7", "42", "\n", "\t", "é"]
+
+
+def test_the_phone_windows_find_exactly_what_the_matcher_finds_in_the_whole_text() -> None:
+    """The detector hands phonenumbers' matcher only windows around runs of digits (it was 6 ms for 4 KB of text
+    with many small numbers otherwise): on 40,000 random mixes of number shapes and filler it finds exactly the
+    spans the matcher finds reading the whole text."""
+    rng = random.Random(11)
+    phones_only = PatternDetector([PiiEntity.PHONE])
+    texts = [
+        " ".join(
+            rng.choice(PHONE_SHAPES) if rng.random() < 0.3 else rng.choice(FILLER) for _ in range(rng.randint(1, 12))
+        )
+        for _ in range(40_000)
+    ]
+    found = 0
+    for text in texts:
+        whole = [(m.start, m.end) for m in phonenumbers.PhoneNumberMatcher(text, "US", phonenumbers.Leniency.VALID)]
+        assert [(d.start, d.end) for d in phones_only.detect(text)] == whole, text
+        found += len(whole)
+    assert found > 10_000
 
 
 def test_only_the_tasks_entities_and_its_custom_patterns() -> None:

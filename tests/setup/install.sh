@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs everything the tests and the demo need on a fresh machine; idempotent, quiet when done.
 # `install.sh local` skips the control plane (what `mcpexec run` needs is enough for the demo).
-#   Debian: runsc (gVisor), redis-server, git, buildah and debootstrap (images without Docker)   PyPI: the project (+dev) in .venv, the reference
+#   Debian: runsc (gVisor), redis-server, git, buildah and debootstrap (images without Docker), wrk (benchmarks)   PyPI: the project (+dev) in .venv, the reference
 #   Python MCP servers in their own venv   npm: the reference MCP servers   Go: the control plane.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -14,6 +14,7 @@ command -v redis-server >/dev/null || need_apt+=(redis-server)
 command -v git >/dev/null || need_apt+=(git)
 command -v buildah >/dev/null || need_apt+=(buildah)
 command -v debootstrap >/dev/null || need_apt+=(debootstrap)
+command -v wrk >/dev/null || need_apt+=(wrk)  # the load generator of `make bench` (gateway overhead)
 if [ ${#need_apt[@]} -gt 0 ]; then
   log "apt-get install ${need_apt[*]}"
   export DEBIAN_FRONTEND=noninteractive
