@@ -66,6 +66,8 @@ _PHONE_MARGIN = 40
 @cache
 def _phone_runs(region: str) -> re.Pattern[str]:
     metadata = PhoneMetadata.metadata_for_region(region)
+    if metadata is None or metadata.general_desc is None:
+        raise ValueError(f"no phone number metadata for region {region!r}")
     national = min(n for n in metadata.general_desc.possible_length if n > 0)
     exit_code = metadata.international_prefix or ""
     without_plus = min(national, (len(exit_code) if exit_code.isdigit() else 2) + MIN_PHONE_DIGITS)
