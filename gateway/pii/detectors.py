@@ -49,6 +49,8 @@ _IBAN = re.compile(
 _IPV4 = re.compile(r"\d(?<![\d.]\d)\d{0,2}\.(?:\d{1,3}\.){2}\d{1,3}(?![\d.]|\.\d)")
 _IPV6 = re.compile(r"(?<![\w:.])(?=[0-9A-Fa-f:.]*[0-9A-Fa-f])(?:[0-9A-Fa-f]{0,4}:){2,7}[0-9A-Fa-f.]{0,15}(?![\w:])")
 _DIGIT = re.compile(r"\d")
+# Every built-in entity holds a digit, an @ (email) or a colon (IPv6): one search rules a string out.
+_ANY_BUILTIN = re.compile(r"[\d@:]")
 # The phone matcher (phonenumbers' PhoneNumberMatcher) parses and validates every digit group it meets: on text
 # full of small numbers (line numbers, dates, ids, timestamps) it was nearly all of the detector's time (6 ms for
 # 4 KB). A number's digits form one run of digits, each followed by at most 4 separators on one line (the
@@ -128,13 +130,15 @@ class PatternDetector:
 
     def detect(self, text: str) -> list[Detection]:
         found: list[Detection] = []
+        for name, pattern in self._custom:
+            found += [Detection(m.start(), m.end(), name) for m in pattern.finditer(text) if m.end() > m.start()]
+        if _ANY_BUILTIN.search(text) is None:  # most strings of a result: keys, words, sentences
+            return resolve_overlaps(found)
         has_digit = _DIGIT.search(text) is not None
         for entity, needs, pattern, valid in self._checked:
             if has_digit if needs is None else needs.search(text) is not None:
                 found += [Detection(m.start(), m.end(), entity) for m in pattern.finditer(text) if valid(m.group())]
-        for name, pattern in self._custom:
-            found += [Detection(m.start(), m.end(), name) for m in pattern.finditer(text) if m.end() > m.start()]
-        if self._phones:
+        if self._phones and has_digit:
             found += self._phone_numbers(text)
         return resolve_overlaps(found)
 

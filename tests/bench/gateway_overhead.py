@@ -1,10 +1,16 @@
-"""Gateway overhead: the same tool call (server-everything `echo`) through the gateway vs a direct MCP session.
+"""Gateway overhead: the same tool call through the gateway vs a direct MCP session, for four real servers.
 
-Both sides use one long-lived MCP session to the same kind of server process; the gateway runs in its own
-process on a Unix socket (as `mcpexec run` serves the sandbox), with its per-task session, auth, policy,
-schema check and PII scan on the path. Figures: p50/p99 latency and calls/s at concurrency 1, 16 and 64,
-and the CPU milliseconds each process (load client, gateway, MCP server) spent per call: on a small machine
-all three share the cores, so calls/s alone does not say which of them is the bound.
+Direct: one long-lived MCP session (the `mcp` client the gateway itself uses) from this process, N callers.
+Gateway: the gateway in its own process on loopback TCP (as the cluster serves sandboxes), with the task's
+own session, auth, rate limit, policy, schema check, PII scan, audit and metrics on the path; the load is
+`wrk` (C, so the load generator is not what bounds the figures), N connections. Both sides run for the
+same time at concurrency 1, 16 and 64.
+
+The tools, cheapest first: server-everything `echo` (Node, the cheapest call an MCP server can answer),
+mcp-server-time `get_current_time` (Python), server-filesystem `read_text_file` (Node, a 4 KiB file), and
+mcp-server-git `git_status` (Python, runs git). For each: p50/p99, calls/s, the ratio gateway/direct,
+the CPU milliseconds per call of each process, and at 64 callers how busy each process was (CPU seconds
+per second: 1.0 is one whole core), which says what bounds the throughput on this machine.
 """
 
 from __future__ import annotations
@@ -12,6 +18,8 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
+import resource
 import signal
 import statistics
 import subprocess
@@ -22,10 +30,10 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
-import httpx
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
+from gateway import logs
 from gateway.local import LocalGateway
 from gateway.settings import Limits
 from mcpexec.agenttask import MCPServerSpec
@@ -33,26 +41,52 @@ from tests.gateway.conftest import GatewayThread, make_task
 from tests.support.components import reference_server_commands
 
 LEVELS = (1, 16, 64)
-CALLS = {1: 300, 16: 800, 64: 1200}
-WARMUP = 50
-MESSAGE = {"message": "benchmark payload: order 1234 shipped to the warehouse"}
+SECONDS = 4  # wrk takes whole seconds
+WARMUP_SECONDS = 1
+
+
+def _tools(workdir: Path) -> dict[str, tuple[str, dict[str, Any]]]:
+    """server -> (tool, arguments) of the call measured on it."""
+    return {
+        "everything": ("echo", {"message": "benchmark payload: order 1234 shipped to the warehouse"}),
+        "time": ("get_current_time", {"timezone": "Europe/Paris"}),
+        "filesystem": ("read_text_file", {"path": str(workdir / "files" / "notes.txt")}),
+        "git": ("git_status", {"repo_path": str(workdir / "repo")}),
+    }
+
+
+def _prepare(workdir: Path) -> None:
+    files = workdir / "files"
+    files.mkdir()
+    (files / "notes.txt").write_text(
+        "".join(f"line {i}: the quick brown fox jumps over the lazy dog\n" for i in range(72))
+    )
+    repo = workdir / "repo"
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    (repo / "README").write_text("bench\n")
+
+
+def _servers(workdir: Path) -> dict[str, list[str]]:
+    commands = reference_server_commands(workdir / "files")
+    return {name: commands[name] for name in _tools(workdir)}
 
 
 def _cpu_seconds(pid: int) -> float:
-    """User + system CPU time of one process (all its threads), from /proc."""
+    """User + system CPU time of one process (all its threads) and its finished children (git under
+    mcp-server-git), from /proc."""
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return sum(int(f) for f in fields[11:15]) / os.sysconf("SC_CLK_TCK")
 
 
 def _children(pid: int) -> list[int]:
-    """Every descendant of `pid` (the MCP server processes, under npx's wrapper)."""
+    """Every descendant of `pid` (the MCP server processes, some under a wrapper)."""
     found = []
     for stat in Path("/proc").glob("[0-9]*/stat"):
         try:
-            parent = int(stat.read_text().rsplit(")", 1)[1].split()[1])
-        except (OSError, IndexError, ValueError):
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
             continue
-        if parent == pid:
+        if int(fields[1]) == pid:
             child = int(stat.parent.name)
             found += [child, *_children(child)]
     return found
@@ -62,103 +96,174 @@ def _cpu_of(processes: dict[str, list[int]]) -> dict[str, float]:
     return {name: sum(_cpu_seconds(pid) for pid in pids) for name, pids in processes.items()}
 
 
-async def _measure(
-    call: Callable[[], Awaitable[Any]], concurrency: int, total: int, processes: dict[str, list[int]]
-) -> dict[str, Any]:
-    for _ in range(WARMUP):
-        await call()
-    cpu_before = _cpu_of(processes)
-    latencies: list[float] = []
-    remaining = total
+def _children_cpu() -> float:
+    """CPU of this process' waited-for children (the finished wrk runs)."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
 
-    async def worker() -> None:
-        nonlocal remaining
-        while remaining > 0:
-            remaining -= 1
-            started = time.perf_counter()
-            await call()
-            latencies.append(time.perf_counter() - started)
 
-    started = time.perf_counter()
-    await asyncio.gather(*(worker() for _ in range(concurrency)))
-    elapsed = time.perf_counter() - started
-    cpu_after = _cpu_of(processes)
-    ordered = sorted(latencies)
+def _figures(calls: int, wall: float, cpu: dict[str, float]) -> dict[str, Any]:
     return {
-        "p50_ms": round(statistics.median(ordered) * 1000, 3),
-        "p99_ms": round(ordered[int(len(ordered) * 0.99) - 1] * 1000, 3),
-        "calls_per_s": round(len(ordered) / elapsed, 1),
-        "cpu_ms_per_call": {n: round((cpu_after[n] - cpu_before[n]) * 1000 / len(ordered), 3) for n in processes},
+        "calls_per_s": round(calls / wall, 1),
+        "cpu_ms_per_call": {name: round(seconds * 1000 / calls, 3) for name, seconds in cpu.items()},
+        "cpu_busy": {name: round(seconds / wall, 2) for name, seconds in cpu.items()},
     }
 
 
-async def _direct(command: list[str]) -> dict[int, dict[str, Any]]:
+async def _direct_level(
+    call: Callable[[], Awaitable[Any]], concurrency: int, processes: dict[str, list[int]]
+) -> dict[str, Any]:
+    latencies: list[float] = []
+    deadline = time.perf_counter() + WARMUP_SECONDS
+
+    async def worker(record: bool) -> None:
+        while time.perf_counter() < deadline:
+            started = time.perf_counter()
+            await call()
+            if record:
+                latencies.append(time.perf_counter() - started)
+
+    await asyncio.gather(*(worker(False) for _ in range(concurrency)))
+    before = _cpu_of(processes)
+    started = time.perf_counter()
+    deadline = started + SECONDS
+    await asyncio.gather(*(worker(True) for _ in range(concurrency)))
+    wall = time.perf_counter() - started
+    after = _cpu_of(processes)
+    ordered = sorted(latencies)
+    return {
+        "p50_ms": round(statistics.median(ordered) * 1000, 3),
+        "p99_ms": round(ordered[max(0, int(len(ordered) * 0.99) - 1)] * 1000, 3),
+        **_figures(len(ordered), wall, {name: after[name] - before[name] for name in processes}),
+    }
+
+
+async def _direct(command: list[str], tool: str, arguments: dict[str, Any]) -> dict[int, dict[str, Any]]:
     params = StdioServerParameters(command=command[0], args=command[1:])
     async with Client(params, mode="legacy", cache=None) as client:
 
-        async def call() -> Any:
-            return await client.call_tool("echo", MESSAGE)
+        async def call() -> None:
+            result = await client.call_tool(tool, arguments)
+            if result.is_error:
+                raise RuntimeError(f"{tool} failed: {result.content}")
 
+        await call()
         processes = {"client": [os.getpid()], "mcp_server": _children(os.getpid())}
-        return {c: await _measure(call, c, CALLS[c], processes) for c in LEVELS}
+        return {c: await _direct_level(call, c, processes) for c in LEVELS}
 
 
-async def _through_gateway(socket_path: Path, token: str, gateway_pid: int) -> dict[int, dict[str, Any]]:
-    transport = httpx.AsyncHTTPTransport(uds=str(socket_path))
-    limits = httpx.Limits(max_connections=64, max_keepalive_connections=64)
-    async with httpx.AsyncClient(
-        transport=transport, base_url="http://gateway", headers={"Authorization": f"Bearer {token}"}, limits=limits
-    ) as http:
+_WRK_LATENCY = re.compile(r"^\s+(50|99)%\s+([\d.]+)(us|ms|s)\s*$", re.M)
+_WRK_REQUESTS = re.compile(r"^\s*(\d+) requests in ([\d.]+)(us|ms|s|m)", re.M)
+_UNIT_MS = {"us": 0.001, "ms": 1.0, "s": 1000.0, "m": 60_000.0}
 
-        async def call() -> Any:
-            answer = await http.post("/v1/tools/everything/echo/call", json={"arguments": MESSAGE})
-            answer.raise_for_status()
 
-        await call()  # the task's session to the MCP server is opened on first use
-        processes = {"client": [os.getpid()], "gateway": [gateway_pid], "mcp_server": _children(gateway_pid)}
-        return {c: await _measure(call, c, CALLS[c], processes) for c in LEVELS}
+def _wrk_script(workdir: Path, server: str, token: str, arguments: dict[str, Any]) -> Path:
+    """wrk's request; any answer but 200 fails the run (wrk counts them as Non-2xx): a fast 429 or 503 would
+    flatter the figures."""
+    script = workdir / f"wrk-{server}.lua"
+    body = json.dumps({"arguments": arguments})
+    script.write_text(
+        'wrk.method = "POST"\n'
+        f"wrk.body = {json.dumps(body)}\n"
+        'wrk.headers["Content-Type"] = "application/json"\n'
+        f'wrk.headers["Authorization"] = "Bearer {token}"\n'
+    )
+    return script
+
+
+def _wrk(url: str, script: Path, concurrency: int, seconds: int) -> tuple[str, float]:
+    started = _children_cpu()
+    run = subprocess.run(
+        ["wrk", "-t1", f"-c{concurrency}", f"-d{seconds}s", "--latency", "--timeout", "30s", "-s", str(script), url],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if run.returncode != 0 or "Non-2xx" in run.stdout or "Socket errors" in run.stdout:
+        raise RuntimeError(f"wrk against {url} failed:\n{run.stdout}\n{run.stderr}")
+    return run.stdout, _children_cpu() - started
+
+
+def _gateway_level(url: str, script: Path, concurrency: int, processes: dict[str, list[int]]) -> dict[str, Any]:
+    _wrk(url, script, concurrency, WARMUP_SECONDS)
+    before = _cpu_of(processes)
+    out, load_cpu = _wrk(url, script, concurrency, SECONDS)
+    after = _cpu_of(processes)
+    latency = {p: float(v) * _UNIT_MS[unit] for p, v, unit in _WRK_LATENCY.findall(out)}
+    requests = _WRK_REQUESTS.search(out)
+    assert requests is not None and set(latency) == {"50", "99"}, out
+    calls, wall = int(requests.group(1)), float(requests.group(2)) * _UNIT_MS[requests.group(3)] / 1000
+    cpu = {"client": load_cpu, **{name: after[name] - before[name] for name in processes}}
+    return {"p50_ms": round(latency["50"], 3), "p99_ms": round(latency["99"], 3), **_figures(calls, wall, cpu)}
+
+
+def _through_gateway(workdir: Path) -> dict[str, dict[int, dict[str, Any]]]:
+    gateway = subprocess.Popen(
+        [sys.executable, "-m", "tests.bench.gateway_overhead", str(workdir)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
+    try:
+        assert gateway.stdout is not None
+        base_url, token = gateway.stdout.readline().split()
+        results = {}
+        for server, (tool, arguments) in _tools(workdir).items():
+            script = _wrk_script(workdir, server, token, arguments)
+            url = f"{base_url}/v1/tools/{server}/{tool}/call"
+            _wrk(url, script, 1, 1)  # the task's session to the server is opened on first use
+            processes = {"gateway": [gateway.pid], "mcp_servers": _children(gateway.pid)}
+            results[server] = {c: _gateway_level(url, script, c, processes) for c in LEVELS}
+        return results
+    finally:
+        gateway.terminate()
+        gateway.wait(timeout=30)
+
+
+def _compare(direct: dict[int, dict[str, Any]], via: dict[int, dict[str, Any]]) -> dict[str, Any]:
+    top = max(LEVELS)
+    busy = via[top]["cpu_busy"]
+    return {
+        "p50_overhead_ms": {str(c): round(via[c]["p50_ms"] - direct[c]["p50_ms"], 3) for c in LEVELS},
+        "throughput_ratio": {str(c): round(via[c]["calls_per_s"] / direct[c]["calls_per_s"], 3) for c in LEVELS},
+        f"busiest_process_at_{top}": max(busy, key=lambda name: busy[name]),
+    }
 
 
 def run() -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="mcpexec-bench-") as tmp:
-        command = reference_server_commands(Path(tmp))["everything"]
-        direct = asyncio.run(_direct(command))
-        socket_path = Path(tmp) / "gw.sock"
-        server = subprocess.Popen(
-            [sys.executable, "-m", "tests.bench.gateway_overhead", str(socket_path), json.dumps(command)],
-            stdout=subprocess.PIPE,
-            text=True,
-        )
-        try:
-            assert server.stdout is not None
-            token = server.stdout.readline().strip()
-            via = asyncio.run(_through_gateway(socket_path, token, server.pid))
-        finally:
-            server.terminate()
-            server.wait(timeout=30)
+        workdir = Path(tmp)
+        _prepare(workdir)
+        commands = _servers(workdir)
+        direct = {
+            server: asyncio.run(_direct(commands[server], tool, arguments))
+            for server, (tool, arguments) in _tools(workdir).items()
+        }
+        via = _through_gateway(workdir)
     return {
-        "tool": "everything/echo",
-        "direct": {str(c): direct[c] for c in LEVELS},
-        "gateway": {str(c): via[c] for c in LEVELS},
-        "p50_overhead_ms": {str(c): round(via[c]["p50_ms"] - direct[c]["p50_ms"], 3) for c in LEVELS},
-        "throughput_ratio": {str(c): round(via[c]["calls_per_s"] / direct[c]["calls_per_s"], 3) for c in LEVELS},
-        # What one gateway process costs per call against what the MCP server itself costs, at full load.
-        "gateway_to_server_cpu_ratio": round(
-            via[64]["cpu_ms_per_call"]["gateway"] / via[64]["cpu_ms_per_call"]["mcp_server"], 2
-        ),
-        "note": "load client, gateway and MCP server share the machine's CPUs; cpu_ms_per_call says who spends what",
+        f"{server}/{tool}": {
+            "direct": {str(c): direct[server][c] for c in LEVELS},
+            "gateway": {str(c): via[server][c] for c in LEVELS},
+            **_compare(direct[server], via[server]),
+        }
+        for server, (tool, _arguments) in _tools(workdir).items()
+    } | {
+        "note": "load client (wrk for the gateway), gateway and MCP servers share the machine's CPUs; "
+        "cpu_busy is CPU seconds per second (1.0 = one core)",
     }
 
 
-def _serve(socket_path: str, command: list[str]) -> None:
-    """The gateway process: serve until terminated; the task's token goes to stdout once it listens."""
-    servers = {"everything": MCPServerSpec(transport="stdio", command=command)}
+def _serve(workdir: Path) -> None:
+    """The gateway process: every bench server, one task allowed all of them; prints its URL and the token.
+    Logs as in production (JSON, INFO: an audit record per call), to stderr, which the bench discards."""
+    logs.configure()
+    servers = {name: MCPServerSpec(transport="stdio", command=command) for name, command in _servers(workdir).items()}
     gateway = LocalGateway(servers, limits=Limits(requests_per_second=1_000_000))
-    with GatewayThread(gateway, Path(socket_path)) as gw:
-        print(gw.token(make_task("bench", ["everything"])), flush=True)
+    with GatewayThread(gateway, None) as gw:
+        print(gw.base_url, gw.token(make_task("bench", list(servers))), flush=True)
         signal.sigwait({signal.SIGTERM})
 
 
 if __name__ == "__main__":
     signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})
-    _serve(sys.argv[1], json.loads(sys.argv[2]))
+    _serve(Path(sys.argv[1]))
