@@ -1,10 +1,11 @@
 """Per-task rate limits over all `/v1` requests: `requests_per_second` per task, whatever replica answers.
 
-Local mode has one gateway: a sliding-window limiter in memory per task. In a cluster the sandbox's requests
-are spread over the gateway replicas, so the count lives in Redis (next to the PII vault), as Redis' sliding
-window counter: this second's count plus last second's, weighted by how much of it is still in the window.
-If Redis cannot be reached the replica falls back to its own in-memory limit (per replica, logged): a rate
-limit protects MCP servers, it is not what keeps data safe, and PII still fails closed in the vault.
+Both modes count with Redis' sliding window counter: this second's count plus last second's, weighted by how much
+of it is still in the window (every request counts, refused ones too). Local mode has one gateway: the counts
+live in memory. In a cluster the sandbox's requests are spread over the gateway replicas, so the counts live in
+Redis (next to the PII vault). If Redis cannot be reached a replica falls back to its own in-memory counts
+(per replica, logged): a rate limit protects MCP servers, it is not what keeps data safe, and PII still fails
+closed in the vault.
 """
 
 from __future__ import annotations
@@ -14,7 +15,6 @@ import time
 from typing import Protocol
 
 import redis.asyncio as redis
-from pyrate_limiter import Duration, InMemoryBucket, Limiter, Rate
 from redis.exceptions import RedisError
 
 from gateway.errors import RateLimited
@@ -32,28 +32,34 @@ class TaskRateLimits(Protocol):
     async def close(self) -> None: ...
 
 
+def _weighted(count: int, previous: int, now: float) -> float:
+    """The sliding window counter's estimate of the requests in the last second."""
+    return count + previous * (1.0 - (now - int(now)))
+
+
 class MemoryRateLimits:
-    """One sliding-window limiter per task scope in this process, dropped when the task goes away."""
+    """The counts of every task scope in this process: three integers per task, no thread, no timer."""
 
     def __init__(self, requests_per_second: int) -> None:
-        self._rate = Rate(requests_per_second, Duration.SECOND)
-        self._limiters: dict[str, Limiter] = {}
+        self._limit = requests_per_second
+        self._windows: dict[str, tuple[int, int, int]] = {}  # scope -> (second, its count, the second before's)
 
     async def check(self, scope: str) -> None:
-        limiter = self._limiters.get(scope)
-        if limiter is None:
-            limiter = self._limiters[scope] = Limiter(InMemoryBucket([self._rate]))
-        if not limiter.try_acquire(scope, blocking=False):
-            raise RateLimited(f"more than {self._rate.limit} requests per second")
+        now = time.time()
+        second = int(now)
+        window, count, previous = self._windows.get(scope, (second, 0, 0))
+        if second != window:
+            count, previous = 0, count if second == window + 1 else 0
+        count += 1
+        self._windows[scope] = (second, count, previous)
+        if _weighted(count, previous, now) > self._limit:
+            raise RateLimited(f"more than {self._limit} requests per second")
 
     def forget(self, scope: str) -> None:
-        limiter = self._limiters.pop(scope, None)
-        if limiter is not None:
-            limiter.close()
+        self._windows.pop(scope, None)
 
     async def close(self) -> None:
-        for scope in list(self._limiters):
-            self.forget(scope)
+        self._windows.clear()
 
 
 class SharedRateLimits:
@@ -82,8 +88,7 @@ class SharedRateLimits:
             log.warning("rate limit store unreachable: limiting per replica", extra={"error": type(exc).__name__})
             await self._fallback.check(scope)
             return
-        weighted = int(count) + int(previous or 0) * (1.0 - (now - second))
-        if weighted > self._limit:
+        if _weighted(int(count), int(previous or 0), now) > self._limit:
             raise RateLimited(f"more than {self._limit} requests per second")
 
     def forget(self, scope: str) -> None:
