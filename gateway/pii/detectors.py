@@ -127,6 +127,7 @@ class PatternDetector:
         self._custom = [(c.name, re.compile(c.regex)) for c in custom]
         self._phones = PiiEntity.PHONE in wanted
         self._region = phone_region
+        self._phone_runs = _phone_runs(phone_region)
 
     def detect(self, text: str) -> list[Detection]:
         found: list[Detection] = []
@@ -144,7 +145,7 @@ class PatternDetector:
 
     def _phone_numbers(self, text: str) -> list[Detection]:
         found = []
-        for start, end in _phone_windows(text, _phone_runs(self._region)):
+        for start, end in _phone_windows(text, self._phone_runs):
             matcher = phonenumbers.PhoneNumberMatcher(text[start:end], self._region, phonenumbers.Leniency.VALID)
             found += [Detection(start + m.start, start + m.end, PiiEntity.PHONE.value) for m in matcher]
         return found
