@@ -4,7 +4,7 @@ Direct: one long-lived MCP session (the `mcp` client the gateway itself uses) fr
 Gateway: the gateway in its own process on loopback TCP (as the cluster serves sandboxes), with the task's
 own session, auth, rate limit, policy, schema check, PII scan, audit and metrics on the path; the load is
 `wrk` (C, so the load generator is not what bounds the figures), N connections. Both sides run for the
-same time at concurrency 1, 16 and 64.
+same time at concurrency 1, 16 and 64, alternating for three rounds; each figure is the median.
 
 The tools, cheapest first: server-everything `echo` (Node, the cheapest call an MCP server can answer),
 mcp-server-time `get_current_time` (Python), server-filesystem `read_text_file` (Node, a 4 KiB file), and
@@ -16,6 +16,7 @@ per second: 1.0 is one whole core), which says what bounds the throughput on thi
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import re
@@ -26,7 +27,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -43,6 +44,7 @@ from tests.support.components import reference_server_commands
 LEVELS = (1, 16, 64)
 SECONDS = 4  # wrk takes whole seconds
 WARMUP_SECONDS = 1
+ROUNDS = 3  # direct and gateway alternate, so a slow spell of a shared VM hits both; figures are medians
 
 
 def _tools(workdir: Path) -> dict[str, tuple[str, dict[str, Any]]]:
@@ -138,20 +140,6 @@ async def _direct_level(
     }
 
 
-async def _direct(command: list[str], tool: str, arguments: dict[str, Any]) -> dict[int, dict[str, Any]]:
-    params = StdioServerParameters(command=command[0], args=command[1:])
-    async with Client(params, mode="legacy", cache=None) as client:
-
-        async def call() -> None:
-            result = await client.call_tool(tool, arguments)
-            if result.is_error:
-                raise RuntimeError(f"{tool} failed: {result.content}")
-
-        await call()
-        processes = {"client": [os.getpid()], "mcp_server": _children(os.getpid())}
-        return {c: await _direct_level(call, c, processes) for c in LEVELS}
-
-
 _WRK_LATENCY = re.compile(r"^\s+(50|99)%\s+([\d.]+)(us|ms|s)\s*$", re.M)
 _WRK_REQUESTS = re.compile(r"^\s*(\d+) requests in ([\d.]+)(us|ms|s|m)", re.M)
 _UNIT_MS = {"us": 0.001, "ms": 1.0, "s": 1000.0, "m": 60_000.0}
@@ -197,7 +185,9 @@ def _gateway_level(url: str, script: Path, concurrency: int, processes: dict[str
     return {"p50_ms": round(latency["50"], 3), "p99_ms": round(latency["99"], 3), **_figures(calls, wall, cpu)}
 
 
-def _through_gateway(workdir: Path) -> dict[str, dict[int, dict[str, Any]]]:
+@contextlib.contextmanager
+def _gateway_process(workdir: Path) -> Iterator[tuple[str, str, int]]:
+    """The gateway in its own process: (base URL, task token, pid)."""
     gateway = subprocess.Popen(
         [sys.executable, "-m", "tests.bench.gateway_overhead", str(workdir)],
         stdout=subprocess.PIPE,
@@ -207,17 +197,49 @@ def _through_gateway(workdir: Path) -> dict[str, dict[int, dict[str, Any]]]:
     try:
         assert gateway.stdout is not None
         base_url, token = gateway.stdout.readline().split()
-        results = {}
-        for server, (tool, arguments) in _tools(workdir).items():
-            script = _wrk_script(workdir, server, token, arguments)
-            url = f"{base_url}/v1/tools/{server}/{tool}/call"
-            _wrk(url, script, 1, 1)  # the task's session to the server is opened on first use
-            processes = {"gateway": [gateway.pid], "mcp_servers": _children(gateway.pid)}
-            results[server] = {c: _gateway_level(url, script, c, processes) for c in LEVELS}
-        return results
+        yield base_url, token, gateway.pid
     finally:
         gateway.terminate()
         gateway.wait(timeout=30)
+
+
+def _median(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """Figure by figure (per process too), the median of the rounds."""
+    first = runs[0]
+    return {
+        key: _median([run[key] for run in runs])
+        if isinstance(first[key], dict)
+        else statistics.median(run[key] for run in runs)
+        for key in first
+    }
+
+
+async def _side_by_side(
+    workdir: Path, server: str, command: list[str], gateway: tuple[str, str, int]
+) -> dict[str, dict[int, dict[str, Any]]]:
+    """Direct and through the gateway, level by level, alternating for ROUNDS rounds."""
+    tool, arguments = _tools(workdir)[server]
+    base_url, token, gateway_pid = gateway
+    script = _wrk_script(workdir, server, token, arguments)
+    url = f"{base_url}/v1/tools/{server}/{tool}/call"
+    _wrk(url, script, 1, 1)  # the task's session to the server is opened on first use
+    via = {"gateway": [gateway_pid], "mcp_servers": _children(gateway_pid)}
+    params = StdioServerParameters(command=command[0], args=command[1:])
+    async with Client(params, mode="legacy", cache=None) as client:
+
+        async def call() -> None:
+            result = await client.call_tool(tool, arguments)
+            if result.is_error:
+                raise RuntimeError(f"{tool} failed: {result.content}")
+
+        await call()
+        direct = {"client": [os.getpid()], "mcp_server": _children(os.getpid())}
+        rounds: dict[str, dict[int, list[dict[str, Any]]]] = {"direct": {}, "gateway": {}}
+        for c in LEVELS:
+            for _ in range(ROUNDS):
+                rounds["direct"].setdefault(c, []).append(await _direct_level(call, c, direct))
+                rounds["gateway"].setdefault(c, []).append(_gateway_level(url, script, c, via))
+    return {side: {c: _median(runs) for c, runs in levels.items()} for side, levels in rounds.items()}
 
 
 def _compare(direct: dict[int, dict[str, Any]], via: dict[int, dict[str, Any]]) -> dict[str, Any]:
@@ -235,21 +257,21 @@ def run() -> dict[str, Any]:
         workdir = Path(tmp)
         _prepare(workdir)
         commands = _servers(workdir)
-        direct = {
-            server: asyncio.run(_direct(commands[server], tool, arguments))
-            for server, (tool, arguments) in _tools(workdir).items()
-        }
-        via = _through_gateway(workdir)
+        with _gateway_process(workdir) as gateway:
+            measured = {
+                server: asyncio.run(_side_by_side(workdir, server, commands[server], gateway)) for server in commands
+            }
     return {
         f"{server}/{tool}": {
-            "direct": {str(c): direct[server][c] for c in LEVELS},
-            "gateway": {str(c): via[server][c] for c in LEVELS},
-            **_compare(direct[server], via[server]),
+            "direct": {str(c): measured[server]["direct"][c] for c in LEVELS},
+            "gateway": {str(c): measured[server]["gateway"][c] for c in LEVELS},
+            **_compare(measured[server]["direct"], measured[server]["gateway"]),
         }
         for server, (tool, _arguments) in _tools(workdir).items()
     } | {
-        "note": "load client (wrk for the gateway), gateway and MCP servers share the machine's CPUs; "
-        "cpu_busy is CPU seconds per second (1.0 = one core)",
+        "note": f"each figure is the median of {ROUNDS} rounds, direct and gateway alternating; load client (wrk for "
+        "the gateway), gateway and MCP servers share the machine's CPUs; cpu_busy is CPU seconds per second "
+        "(1.0 = one core)",
     }
 
 
