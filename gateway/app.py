@@ -6,13 +6,13 @@ from typing import Annotated, Any
 
 from fastapi import Depends, FastAPI, Query, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse, PlainTextResponse
+from fastapi.responses import JSONResponse, PlainTextResponse, StreamingResponse
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from pydantic import BaseModel
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from gateway import wrappers
+from gateway import llm_stream, wrappers
 from gateway.caller import authorize
 from gateway.calls import CallRequest, CallResult
 from gateway.catalog import Detail, ServersAnswer, ToolFull, ToolsAnswer
@@ -24,6 +24,13 @@ from gateway.tasks import TaskContext
 
 _ERRORS: dict[int | str, dict[str, Any]] = {
     status: {"model": ErrorResponse} for status in (401, 403, 404, 422, 429, 502, 503, 504)
+}
+_EVENT_STREAM_TYPE = "text/event-stream"
+# The 200 of a `stream: true` request, next to the JSON answer FastAPI documents from the response model.
+_EVENT_STREAM: dict[str, Any] = {
+    "description": "A chat completion; with `stream: true`, `data: {chat.completion.chunk}` events, then "
+    "`data: [DONE]`",
+    "content": {_EVENT_STREAM_TYPE: {"schema": {"type": "string"}}},
 }
 _bearer = HTTPBearer(
     auto_error=False, description="Per-task token: a gateway JWT locally, a projected SA token in a cluster"
@@ -115,9 +122,22 @@ def create_app(core: GatewayCore) -> FastAPI:
         route_class_override=LeanRoute,
     )
 
-    @app.post("/v1/llm/chat/completions", responses=_ERRORS, response_model_exclude_none=True)
-    async def chat_completions(ctx: Caller, request: ChatCompletionRequest) -> ChatCompletionResponse:
-        return await core.llm.complete(ctx, request)
+    @app.post(
+        "/v1/llm/chat/completions",
+        responses={**_ERRORS, 200: _EVENT_STREAM},
+        response_model=ChatCompletionResponse,
+        response_model_exclude_none=True,
+    )
+    async def chat_completions(
+        ctx: Caller, request: ChatCompletionRequest
+    ) -> ChatCompletionResponse | StreamingResponse:
+        answer = await core.llm.complete(ctx, request)
+        if not request.stream:
+            return answer
+        include_usage = request.stream_options is not None and request.stream_options.include_usage
+        return StreamingResponse(
+            llm_stream.replay(llm_stream.events(answer, include_usage)), media_type=_EVENT_STREAM_TYPE
+        )
 
     @app.get("/healthz")
     async def healthz() -> Health:

@@ -3,7 +3,8 @@
 The upstream is OpenAI-compatible, or Anthropic's Messages API (translated in gateway/llm_anthropic.py).
 
 Messages are tokenized on the way up (whatever the sandbox put in them) and the answer on the way down,
-so neither the model nor the sandbox sees raw PII. Streaming is not offered: the answer must be tokenized whole.
+so neither the model nor the sandbox sees raw PII. An answer is tokenized whole (an entity can span any cut), so
+`stream: true` is fetched whole from the upstream too and only then sent as events (gateway/llm_stream.py).
 """
 
 from __future__ import annotations
@@ -31,14 +32,21 @@ class ChatMessage(BaseModel):
     content: str | list[dict[str, Any]] | None = None
 
 
+class StreamOptions(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+    include_usage: bool = False
+
+
 class ChatCompletionRequest(BaseModel):
-    """The OpenAI request body; fields the gateway does not use are passed through untouched."""
+    """The OpenAI request body; fields the gateway does not use are passed through untouched (not `stream_options`)."""
 
     model_config = ConfigDict(extra="allow")
 
     model: str | None = None
     messages: list[ChatMessage] = Field(min_length=1)
     stream: bool = False
+    stream_options: StreamOptions | None = None
 
 
 class CompletionUsage(BaseModel):
@@ -51,6 +59,9 @@ class CompletionUsage(BaseModel):
 class ChatCompletionResponse(BaseModel):
     model_config = ConfigDict(extra="allow")
 
+    id: str | None = None
+    created: int | None = None
+    model: str | None = None
     choices: list[dict[str, Any]] = Field(default_factory=list)
     usage: CompletionUsage | None = None
 
@@ -68,13 +79,11 @@ class LLMProxy:
     async def complete(self, ctx: TaskContext, request: ChatCompletionRequest) -> ChatCompletionResponse:
         if self._upstream is None:
             raise LLMUnavailable("no LLM upstream is configured for this gateway")
-        if request.stream:
-            raise InvalidArguments("streaming is not supported: answers are tokenized whole")
         model = request.model or ctx.task.spec.model or self._upstream.default_model
         if model is None:
             raise InvalidArguments("no model: set it in the request, the task's spec.model, or the gateway")
-        body = request.model_dump(exclude_none=True)
-        body["model"] = model
+        # The upstream never streams (see the module docstring), and OpenAI refuses stream_options without it.
+        body = request.model_dump(exclude_none=True, exclude={"stream_options"}) | {"model": model, "stream": False}
         body["messages"] = await self._tokenizer.tokenize(ctx, body["messages"])
         started = time.perf_counter()
         outcome = "ok"

@@ -1,7 +1,8 @@
 """A scripted model endpoint on loopback: the one stand-in in the tests (a hosted model cannot be reached here).
 
 It answers with the replies it was given (in turn, the last one repeated) and records every request, so tests
-can check what a model would have seen. `api="openai"` serves `POST {url}/chat/completions`; `api="anthropic"`
+can check what a model would have seen. A reply is the answer's text or, for `api="openai"`, its whole assistant
+message (to script tool calls). `api="openai"` serves `POST {url}/chat/completions`; `api="anthropic"`
 serves `POST {url}/v1/messages` and, like the Messages API, refuses a request without its key header, version
 header or max_tokens, with unknown fields, or with roles other than user/assistant (400).
 """
@@ -18,14 +19,18 @@ MESSAGES_FIELDS = {
     "model", "messages", "max_tokens", "system", "temperature", "top_p", "top_k", "stop_sequences", "metadata",
     "stream", "tools", "tool_choice", "thinking", "service_tier",
 }  # fmt: skip
+Reply = str | dict[str, Any]
 
 
-def _chat_completion(body: dict[str, Any], reply: str, number: int) -> dict[str, Any]:
+def _chat_completion(body: dict[str, Any], reply: Reply, number: int) -> dict[str, Any]:
+    message = {"role": "assistant", "content": reply} if isinstance(reply, str) else reply
+    finish = "tool_calls" if message.get("tool_calls") else "stop"
     return {
         "id": f"chatcmpl-{number}",
         "object": "chat.completion",
+        "created": 1_700_000_000 + number,
         "model": body.get("model", "scripted"),
-        "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": reply}}],
+        "choices": [{"index": 0, "finish_reason": finish, "message": message}],
         "usage": USAGE,
     }
 
@@ -56,7 +61,7 @@ def _message(body: dict[str, Any], reply: str, number: int) -> dict[str, Any]:
 
 
 class ScriptedLLM:
-    def __init__(self, replies: list[str], api: Literal["openai", "anthropic"] = "openai") -> None:
+    def __init__(self, replies: list[Reply], api: Literal["openai", "anthropic"] = "openai") -> None:
         self.requests: list[tuple[dict[str, str], dict[str, Any]]] = []
         llm = self
         path = "/v1/messages" if api == "anthropic" else "/v1/chat/completions"
@@ -71,6 +76,7 @@ class ScriptedLLM:
                 reply = replies[min(len(llm.requests), len(replies)) - 1]
                 if api == "openai":
                     return self._send(200, _chat_completion(body, reply, len(llm.requests)))
+                assert isinstance(reply, str), "a scripted Messages API reply is text"
                 if problem := _messages_problem(headers, body):
                     return self._send(
                         400, {"type": "error", "error": {"type": "invalid_request_error", "message": problem}}
