@@ -12,9 +12,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from pydantic import SecretStr
 
-from gateway.settings import Limits, LLMUpstream
+from gateway.settings import Limits
 from tests.gateway.conftest import GatewayThread, demo_spec, make_task, start_gateway
 from tests.support.scripted_llm import ScriptedLLM
 
@@ -30,7 +29,7 @@ def llm() -> Iterator[ScriptedLLM]:
 @pytest.fixture(scope="module")
 def small_gateway(llm: ScriptedLLM, workdir: Path) -> Iterator[GatewayThread]:
     """In-memory vault, a low rate limit, the scripted LLM upstream."""
-    upstream = LLMUpstream(base_url=llm.url, api_key=SecretStr("sk-test-upstream"), default_model="gpt-test")
+    upstream = llm.upstream(default_model="gpt-test")
     servers = {"demo": demo_spec(workdir / "outbox-ops.jsonl")}
     with start_gateway(servers, workdir / "gw-ops.sock", llm=upstream, limits=Limits(requests_per_second=5)) as gw:
         yield gw
@@ -68,7 +67,7 @@ def claude() -> Iterator[ScriptedLLM]:
 
 @pytest.fixture(scope="module")
 def anthropic_gateway(claude: ScriptedLLM, workdir: Path) -> Iterator[GatewayThread]:
-    upstream = LLMUpstream(api="anthropic", base_url=claude.url, api_key=SecretStr("sk-ant-upstream"))
+    upstream = claude.upstream("sk-ant-upstream")
     servers = {"demo": demo_spec(workdir / "outbox-claude.jsonl")}
     with start_gateway(servers, workdir / "gw-claude.sock", llm=upstream) as gw:
         yield gw

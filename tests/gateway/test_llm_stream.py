@@ -69,8 +69,7 @@ def llm() -> Iterator[ScriptedLLM]:
 
 @pytest.fixture(scope="module")
 def stream_gateway(llm: ScriptedLLM, workdir: Path) -> Iterator[GatewayThread]:
-    upstream = LLMUpstream(base_url=llm.url, api_key=SecretStr("sk-test-upstream"), default_model="gpt-test")
-    with gateway_for(upstream, workdir / "gw-stream.sock") as gw:
+    with gateway_for(llm.upstream(default_model="gpt-test"), workdir / "gw-stream.sock") as gw:
         yield gw
 
 
@@ -128,7 +127,7 @@ def tool_llm() -> Iterator[ScriptedLLM]:
 
 
 def test_tool_calls_are_streamed_tokenized(tool_llm: ScriptedLLM, workdir: Path) -> None:
-    upstream = LLMUpstream(base_url=tool_llm.url, api_key=SecretStr("sk-test-upstream"), default_model="gpt-test")
+    upstream = tool_llm.upstream(default_model="gpt-test")
     task = make_task("stream-tools", [], model="gpt-task")
     with gateway_for(upstream, workdir / "gw-stream-tools.sock") as gw, gw.client_for(task) as c:
         streamed = c.post(URL, json=REQUEST)
@@ -190,7 +189,7 @@ def test_errors_are_json_answers_not_streams(workdir: Path) -> None:
         answers["upstream down"] = c.post(URL, json=REQUEST)
         assert gw.gateway.usage(task.task_id)["llmTurns"] == 0
     with ScriptedLLM([{"role": "assistant", "tool_calls": [{"id": "call_1"}]}]) as bad_llm:
-        bad = LLMUpstream(base_url=bad_llm.url, api_key=SecretStr("k"), default_model="gpt-test")
+        bad = bad_llm.upstream(default_model="gpt-test")
         with gateway_for(bad, workdir / "gw-stream-bad.sock") as gw, gw.client_for(task) as c:
             answers["a call without its function"] = c.post(URL, json=REQUEST)
     assert {name: (a.status_code, a.headers["content-type"]) for name, a in answers.items()} == {
@@ -211,7 +210,7 @@ def claude() -> Iterator[ScriptedLLM]:
 
 
 def test_anthropic_upstream_streams_a_translated_tokenized_answer(claude: ScriptedLLM, workdir: Path) -> None:
-    upstream = LLMUpstream(api="anthropic", base_url=claude.url, api_key=SecretStr("sk-ant-upstream"))
+    upstream = claude.upstream("sk-ant-upstream")
     task = make_task("stream-claude", [], model="claude-task")
     request = {**REQUEST, "stream_options": {"include_usage": True}}
     started = int(time.time())

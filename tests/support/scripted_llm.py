@@ -14,6 +14,10 @@ import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Literal
 
+from pydantic import SecretStr
+
+from gateway.settings import LLMUpstream
+
 USAGE = {"prompt_tokens": 21, "completion_tokens": 13, "total_tokens": 34}
 MESSAGES_FIELDS = {
     "model", "messages", "max_tokens", "system", "temperature", "top_p", "top_k", "stop_sequences", "metadata",
@@ -63,6 +67,7 @@ def _message(body: dict[str, Any], reply: str, number: int) -> dict[str, Any]:
 class ScriptedLLM:
     def __init__(self, replies: list[Reply], api: Literal["openai", "anthropic"] = "openai") -> None:
         self.requests: list[tuple[dict[str, str], dict[str, Any]]] = []
+        self.api = api
         llm = self
         path = "/v1/messages" if api == "anthropic" else "/v1/chat/completions"
 
@@ -97,6 +102,10 @@ class ScriptedLLM:
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         root = f"http://127.0.0.1:{self.server.server_address[1]}"
         self.url = root if api == "anthropic" else root + "/v1"
+
+    def upstream(self, key: str = "sk-test-upstream", **settings: Any) -> LLMUpstream:
+        """The gateway's settings for this endpoint."""
+        return LLMUpstream(api=self.api, base_url=self.url, api_key=SecretStr(key), **settings)
 
     def __enter__(self) -> ScriptedLLM:
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
