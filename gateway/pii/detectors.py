@@ -75,9 +75,11 @@ def _phone_runs(region: str) -> re.Pattern[str]:
     national = min(n for n in metadata.general_desc.possible_length if n > 0)
     exit_code = metadata.international_prefix or ""
     without_plus = min(national, (len(exit_code) if exit_code.isdigit() else 2) + MIN_PHONE_DIGITS)
+    # One leading character class, then a branch on what it was (like the patterns above: re then skips straight to
+    # candidates; as `plus-run|digit-run` it tried every position, 3x slower on text with a number per line).
     return re.compile(
-        rf"[{_PLUS_CHARS}][{_VALID_PUNCTUATION}]{{0,4}}(?:{_PHONE_DIGIT}){{{MIN_PHONE_DIGITS},}}"
-        rf"|(?:{_PHONE_DIGIT}){{{without_plus},}}"
+        rf"[\d{_PLUS_CHARS}](?:(?<=[{_PLUS_CHARS}])[{_VALID_PUNCTUATION}]{{0,4}}(?:{_PHONE_DIGIT}){{{MIN_PHONE_DIGITS},}}"
+        rf"|(?<=\d)[{_VALID_PUNCTUATION}]{{0,4}}(?:{_PHONE_DIGIT}){{{without_plus - 1},}})"
     )
 
 
