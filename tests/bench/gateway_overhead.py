@@ -81,7 +81,8 @@ def _cpu_seconds(pid: int) -> float:
 
 
 def _children(pid: int) -> list[int]:
-    """Every descendant of `pid` (the MCP server processes, some under a wrapper)."""
+    """The processes `pid` started: the MCP servers (each started directly from its command). Their own children,
+    such as git under mcp-server-git, count in their CPU once waited for, and are not listed: they come and go."""
     found = []
     for stat in Path("/proc").glob("[0-9]*/stat"):
         try:
@@ -89,8 +90,7 @@ def _children(pid: int) -> list[int]:
         except (OSError, IndexError):
             continue
         if int(fields[1]) == pid:
-            child = int(stat.parent.name)
-            found += [child, *_children(child)]
+            found.append(int(stat.parent.name))
     return found
 
 
@@ -234,7 +234,8 @@ async def _side_by_side(
                 raise RuntimeError(f"{tool} failed: {result.content}")
 
         await call()
-        direct = {"client": [os.getpid()], "mcp_server": _children(os.getpid())}
+        own_server = [child for child in _children(os.getpid()) if child != gateway_pid]
+        direct = {"client": [os.getpid()], "mcp_server": own_server}
         rounds: dict[str, dict[int, list[dict[str, Any]]]] = {"direct": {}, "gateway": {}}
         for c in LEVELS:
             for _ in range(ROUNDS):
