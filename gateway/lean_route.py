@@ -28,8 +28,8 @@ def _is_json(content_type: str | None) -> bool:
     return media == "application/json" or (media.startswith("application/") and media.endswith("+json"))
 
 
-def _invalid_body(kind: str, message: str, where: tuple[str | int, ...] = ()) -> RequestValidationError:
-    return RequestValidationError([{"type": kind, "loc": ("body", *where), "msg": message, "input": None}])
+def _invalid_body(kind: str, message: str) -> RequestValidationError:
+    return RequestValidationError([{"type": kind, "loc": ("body",), "msg": message, "input": None}])
 
 
 async def _body(request: Request, model: type[BaseModel]) -> BaseModel:
