@@ -16,9 +16,7 @@ from pathlib import Path
 import pytest
 import redis
 import yaml
-from pydantic import SecretStr
 
-from gateway.settings import LLMUpstream
 from mcpexec.agenttask import MCPServerSpec, parse_agenttask
 from mcpexec.local_run import run_task
 from mcpexec.sandbox.runsc import RunscSandbox
@@ -47,7 +45,7 @@ def test_agent_loop_discovers_calls_and_answers(demo_servers: dict[str, MCPServe
         )
     )
     with ScriptedLLM(TURNS) as llm:
-        upstream = LLMUpstream(base_url=llm.url, api_key=SecretStr("sk-test-only-in-gateway"))
+        upstream = llm.upstream("sk-test-only-in-gateway")
         outcome = asyncio.run(run_task(task, demo_servers, RunscSandbox(), llm=upstream))
     assert outcome.phase == "Succeeded", outcome.error
     assert outcome.result == "Alice's address is on file."
@@ -68,7 +66,7 @@ def test_agent_loop_stops_at_max_turns(demo_servers: dict[str, MCPServerSpec]) -
         agenttask("loop", code=None, prompt="never ends", mcpServers=["demo"], maxTurns=2, model="m")
     )
     with ScriptedLLM(["```python\nprint('again')\n```"]) as llm:
-        upstream = LLMUpstream(base_url=llm.url, api_key=SecretStr("k"))
+        upstream = llm.upstream("k")
         outcome = asyncio.run(run_task(task, demo_servers, RunscSandbox(), llm=upstream))
     assert outcome.phase == "Failed"
     assert outcome.error == "no final answer after 2 turns"

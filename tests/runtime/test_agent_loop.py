@@ -6,9 +6,6 @@ reachable here), reached through the real gateway's LLM proxy. The demo MCP serv
 
 from __future__ import annotations
 
-from pydantic import SecretStr
-
-from gateway.settings import LLMUpstream
 from tests.runtime.conftest import runtime_harness
 from tests.support.scripted_llm import USAGE, ScriptedLLM
 
@@ -26,7 +23,7 @@ def _last_user_message(body: dict[str, object]) -> str:
 
 
 def test_errors_and_truncated_output_go_back_to_the_model() -> None:
-    with ScriptedLLM(TURNS) as llm, runtime_harness(llm=LLMUpstream(base_url=llm.url, api_key=SecretStr("k"))) as h:
+    with ScriptedLLM(TURNS) as llm, runtime_harness(llm=llm.upstream("k")) as h:
         run = h.run(h.task("agent", code=None, prompt="How many customers are there?", maxTurns=5, model="m"))
     assert run.exit_code == 0, run.result
     assert run.result["phase"] == "Succeeded"
@@ -51,7 +48,7 @@ def test_errors_and_truncated_output_go_back_to_the_model() -> None:
 def test_the_task_deadline_ends_the_loop() -> None:
     with (
         ScriptedLLM(["```python\nimport time\ntime.sleep(60)\n```"]) as llm,
-        runtime_harness(llm=LLMUpstream(base_url=llm.url, api_key=SecretStr("k"))) as h,
+        runtime_harness(llm=llm.upstream("k")) as h,
     ):
         run = h.run(h.task("late", code=None, prompt="wait", maxTurns=5, model="m", timeoutSeconds=2))
     assert run.exit_code == 1
