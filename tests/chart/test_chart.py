@@ -39,6 +39,10 @@ VALUE_SETS = {
         "--set", "gateway.headerSecretNamespaces={platform,team-a}",
     ],
     "no network policies, one gateway": ["--set", "networkPolicies.enabled=false", "--set", "gateway.replicas=1"],
+    "autoscaled gateway": [
+        "--set", "gateway.autoscaling.enabled=true", "--set", "gateway.autoscaling.minReplicas=3",
+        "--set", "gateway.autoscaling.maxReplicas=7", "--set", "gateway.autoscaling.targetCPUUtilizationPercentage=55",
+    ],
 }  # fmt: skip
 ALL_SETS = pytest.mark.parametrize("values", list(VALUE_SETS.values()), ids=list(VALUE_SETS))
 
@@ -150,6 +154,36 @@ def test_singletons_and_the_gateways_availability() -> None:
     [budget] = _by_kind(docs, "PodDisruptionBudget").values()
     assert budget["spec"]["selector"] == gateway["spec"]["selector"]
     assert budget["spec"]["maxUnavailable"] == 1
+
+
+def _longest_task_seconds() -> int:
+    crd = yaml.safe_load((REPO / "crds" / "agenttasks.mcpexec.dev.yaml").read_text())
+    spec = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]
+    return int(spec["properties"]["timeoutSeconds"]["maximum"])
+
+
+def test_each_sandbox_sticks_to_one_gateway_replica() -> None:
+    """A task's MCP sessions live in one replica: the Service keeps a pod's connections there for as long as a
+    task may run, whatever replica count the gateway has."""
+    for values in ([], VALUE_SETS["autoscaled gateway"]):
+        service = _by_kind(render(*values), "Service")["rel-mcpexec-gateway"]["spec"]
+        assert service["sessionAffinity"] == "ClientIP"
+        assert service["sessionAffinityConfig"]["clientIP"]["timeoutSeconds"] >= _longest_task_seconds()
+
+
+def test_gateway_autoscaling() -> None:
+    assert not _by_kind(render(), "HorizontalPodAutoscaler")
+    docs = render(*VALUE_SETS["autoscaled gateway"])
+    gateway = _by_kind(docs, "Deployment")["rel-mcpexec-gateway"]
+    assert "replicas" not in gateway["spec"], "the autoscaler owns the replica count"
+    [autoscaler] = _by_kind(docs, "HorizontalPodAutoscaler").values()
+    assert autoscaler["spec"]["scaleTargetRef"] == {
+        "apiVersion": gateway["apiVersion"], "kind": "Deployment", "name": gateway["metadata"]["name"],
+    }  # fmt: skip
+    assert (autoscaler["spec"]["minReplicas"], autoscaler["spec"]["maxReplicas"]) == (3, 7)
+    [metric] = autoscaler["spec"]["metrics"]
+    assert metric["resource"] == {"name": "cpu", "target": {"type": "Utilization", "averageUtilization": 55}}
+    assert gateway["spec"]["template"]["spec"]["containers"][0]["resources"]["requests"]["cpu"]
 
 
 @ALL_SETS
@@ -305,6 +339,17 @@ def test_operator_settings_and_pull_secrets_come_from_values(monkeypatch: pytest
         (["--set-json", "networkPolicies.taskDnsPeers=[]"], "/networkPolicies/taskDnsPeers"),
         (["--set", "images.pullSecrets={Not_A_Name}"], "/images/pullSecrets/0"),
         (["--set", "gateway.replicas=0"], "/gateway/replicas"),
+        (["--set", "gateway.autoscaling.maxReplicas=0"], "/gateway/autoscaling/maxReplicas"),
+        (["--set", "gateway.autoscaling.enabled=yes"], "/gateway/autoscaling/enabled"),
+        (
+            ["--set", "gateway.autoscaling.enabled=true", "--set", "gateway.autoscaling.minReplicas=4",
+             "--set", "gateway.autoscaling.maxReplicas=3"],
+            "gateway.autoscaling.minReplicas (4) is above maxReplicas (3)",
+        ),
+        (
+            ["--set", "gateway.autoscaling.enabled=true", "--set", "gateway.resources.requests.cpu=null"],
+            "gateway.autoscaling scales on CPU utilization: set gateway.resources.requests.cpu",
+        ),
         (["--set", "images.pullPolicy=Sometimes"], "/images/pullPolicy"),
         (["--set", "images.redis.tag="], "/images/redis/tag"),
         (["--set", "redis.enabled=false"], "redis.enabled is false: set redis.external.secretName"),

@@ -2,8 +2,8 @@
 
 The API server admits every object as rendered (schemas, CRDs), with no Pod Security warning in a
 namespace that enforces the `restricted` profile; the generated Redis password survives an upgrade;
-uninstalling removes the release and leaves the CRDs (and so every AgentTask) in place. No kubelet:
-pods are not started here (that is the e2e tier).
+an upgrade to an autoscaled gateway is admitted; uninstalling removes the release and leaves the CRDs (and
+so every AgentTask) in place. No kubelet: pods are not started here (that is the e2e tier).
 """
 
 from __future__ import annotations
@@ -65,6 +65,15 @@ def test_install_upgrade_uninstall(kubeconfig: Path) -> None:
     _helm(kubeconfig, "upgrade", "mcpexec", str(CHART), "--reuse-values", "--set", "gateway.replicas=3")
     assert apps.read_namespaced_deployment("mcpexec-gateway", NAMESPACE).spec.replicas == 3
     assert _redis_password() == password, "the vault's password changed on upgrade"
+    service = core.read_namespaced_service("mcpexec-gateway", NAMESPACE)
+    assert service.spec.session_affinity == "ClientIP"
+
+    _helm(kubeconfig, "upgrade", "mcpexec", str(CHART), "--reuse-values", "--set", "gateway.autoscaling.enabled=true")
+    autoscaler = client.AutoscalingV2Api().read_namespaced_horizontal_pod_autoscaler("mcpexec-gateway", NAMESPACE)
+    assert (autoscaler.spec.scale_target_ref.kind, autoscaler.spec.scale_target_ref.name) == (
+        "Deployment",
+        "mcpexec-gateway",
+    )
     assert "STATUS: deployed" in _helm(kubeconfig, "status", "mcpexec")
 
     _helm(kubeconfig, "uninstall", "mcpexec")

@@ -119,7 +119,24 @@ from servers.crm import get_customer, send_message
 alice = get_customer(customer_id="C001")
 print("customer:", alice["name"], alice["email"], alice["phone"], alice["iban"])
 print("sent:", send_message(to=alice["email"], subject="Invoice", body="Your invoice is ready")["to"])
+from concurrent.futures import ThreadPoolExecutor
+with ThreadPoolExecutor(8) as pool:  # the runtime opens a connection to the gateway per thread
+    print("threads:", sorted(set(pool.map(lambda _: get_customer(customer_id="C001")["email"], range(8)))))
 """
+THREADED_CALLS = 8
+
+
+def _audit_records_by_replica(core: client.CoreV1Api, release: str, task_id: str) -> dict[str, int]:
+    """Per gateway pod, how many tool calls of `task_id` its audit log holds."""
+    pods = core.list_namespaced_pod(release, label_selector="app.kubernetes.io/name=mcpexec-gateway").items
+    counts = {}
+    for gateway in pods:
+        log = core.read_namespaced_pod_log(gateway.metadata.name, release)
+        records = [json.loads(line) for line in log.splitlines() if line.startswith("{")]
+        counts[gateway.metadata.name] = sum(
+            r.get("message") == "audit" and r.get("task") == task_id and r.get("action") == "call" for r in records
+        )
+    return counts
 
 
 async def _sent_messages(url: str) -> list[dict[str, Any]]:
@@ -194,8 +211,12 @@ def test_a_task_calls_a_real_mcp_server_through_the_gateway_and_reaches_nothing_
     result = status["result"]
     assert "customer: Alice Martin [EMAIL_1] [PHONE_1] [IBAN_1]" in result, result
     assert "sent: [EMAIL_1]" in result, result
+    assert "threads: ['[EMAIL_1]']" in result, result
     assert "alice.martin@example.com" not in result and "202-555-0143" not in result
-    assert status["usage"]["toolCalls"] == 2, status
+    assert status["usage"]["toolCalls"] == 2 + THREADED_CALLS, status
+    # Every call, over 9 connections, reached the one replica that holds the task's session (Service affinity).
+    by_replica = _audit_records_by_replica(core, release, f"{namespace}/crm-report")
+    assert len(by_replica) == 2 and sorted(by_replica.values()) == [0, 2 + THREADED_CALLS], by_replica
     # The gateways report the server in its status (every 15 s): Ready, and the tools they discovered.
     deadline = time.monotonic() + 60
     while True:
