@@ -11,6 +11,10 @@ mcp-server-time `get_current_time` (Python), server-filesystem `read_text_file` 
 mcp-server-git `git_status` (Python, runs git). For each: p50/p99, calls/s, the ratio gateway/direct,
 the CPU milliseconds per call of each process, and at 64 callers how busy each process was (CPU seconds
 per second: 1.0 is one whole core), which says what bounds the throughput on this machine.
+
+Scaling out: at 64 callers, the same load over one gateway process, then over two (replicas: each holds its
+own session to its own server process; each of wrk's two threads sends to one of them, as a Service spreads
+connections). The gateway is stateless, so `scaling` says what a second replica adds on this machine.
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.request
 from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -40,6 +45,8 @@ from gateway.settings import Limits
 from mcpexec.agenttask import MCPServerSpec
 from tests.gateway.conftest import GatewayThread, make_task
 from tests.support.components import reference_server_commands
+
+Gateway = tuple[str, str, int]  # a gateway process: base URL, the bench task's token, pid
 
 LEVELS = (1, 16, 64)
 SECONDS = 4  # wrk takes whole seconds
@@ -145,24 +152,48 @@ _WRK_REQUESTS = re.compile(r"^\s*(\d+) requests in ([\d.]+)(us|ms|s|m)", re.M)
 _UNIT_MS = {"us": 0.001, "ms": 1.0, "s": 1000.0, "m": 60_000.0}
 
 
-def _wrk_script(workdir: Path, server: str, token: str, arguments: dict[str, Any]) -> Path:
-    """wrk's request; any answer but 200 fails the run (wrk counts them as Non-2xx): a fast 429 or 503 would
-    flatter the figures."""
-    script = workdir / f"wrk-{server}.lua"
+def _wrk_script(workdir: Path, server: str, gateways: list[Gateway], arguments: dict[str, Any]) -> Path:
+    """wrk's request; wrk's threads take turns over the gateways, each thread sending to one of them with that
+    gateway's token (as a Service spreads connections over replicas). Any answer but 200 fails the run (wrk
+    counts them as Non-2xx): a fast 429 or 503 would flatter the figures."""
+    script = workdir / f"wrk-{server}-{len(gateways)}.lua"
     body = json.dumps({"arguments": arguments})
+    targets = ", ".join(f'{{port = "{url.rsplit(":", 1)[1]}", token = "{token}"}}' for url, token, _pid in gateways)
     script.write_text(
+        f"local targets = {{{targets}}}\n"
+        "local started = 0\n"
+        "function setup(thread)\n"
+        "  local target = targets[started % #targets + 1]\n"
+        "  started = started + 1\n"
+        '  thread.addr = wrk.lookup("127.0.0.1", target.port)[1]\n'
+        '  thread:set("token", target.token)\n'
+        "end\n"
+        'function init(args) wrk.headers["Authorization"] = "Bearer " .. token end\n'
         'wrk.method = "POST"\n'
         f"wrk.body = {json.dumps(body)}\n"
         'wrk.headers["Content-Type"] = "application/json"\n'
-        f'wrk.headers["Authorization"] = "Bearer {token}"\n'
     )
     return script
 
 
-def _wrk(url: str, script: Path, concurrency: int, seconds: int) -> tuple[str, float]:
+def _open_session(gateway: Gateway, path: str, arguments: dict[str, Any]) -> None:
+    """One call, waited for: the gateway opens the task's session to the server on first use, which can take
+    longer than a warm-up run."""
+    base_url, token, _pid = gateway
+    request = urllib.request.Request(
+        f"{base_url}{path}",
+        data=json.dumps({"arguments": arguments}).encode(),
+        headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"},
+    )
+    with urllib.request.urlopen(request, timeout=120) as answer:
+        assert answer.status == 200, answer.read()
+
+
+def _wrk(url: str, script: Path, concurrency: int, seconds: int, threads: int = 1) -> tuple[str, float]:
     started = _children_cpu()
+    options = [f"-t{threads}", f"-c{concurrency}", f"-d{seconds}s", "--latency", "--timeout", "30s"]
     run = subprocess.run(
-        ["wrk", "-t1", f"-c{concurrency}", f"-d{seconds}s", "--latency", "--timeout", "30s", "-s", str(script), url],
+        ["wrk", *options, "-s", str(script), url],
         capture_output=True,
         text=True,
         check=False,
@@ -172,12 +203,14 @@ def _wrk(url: str, script: Path, concurrency: int, seconds: int) -> tuple[str, f
     return run.stdout, _children_cpu() - started
 
 
-def _gateway_level(url: str, script: Path, concurrency: int, gateway_pid: int) -> dict[str, Any]:
-    _wrk(url, script, concurrency, WARMUP_SECONDS)
+def _gateway_level(
+    url: str, script: Path, concurrency: int, gateway_pids: list[int], threads: int = 1
+) -> dict[str, Any]:
+    _wrk(url, script, concurrency, WARMUP_SECONDS, threads)
     # Looked up after the warm-up: a server process (re)started by the gateway before it counts too.
-    processes = {"gateway": [gateway_pid], "mcp_servers": _children(gateway_pid)}
+    processes = {"gateway": gateway_pids, "mcp_servers": [child for pid in gateway_pids for child in _children(pid)]}
     before = _cpu_of(processes)
-    out, load_cpu = _wrk(url, script, concurrency, SECONDS)
+    out, load_cpu = _wrk(url, script, concurrency, SECONDS, threads)
     after = _cpu_of(processes)
     latency = {p: float(v) * _UNIT_MS[unit] for p, v, unit in _WRK_LATENCY.findall(out)}
     requests = _WRK_REQUESTS.search(out)
@@ -188,7 +221,7 @@ def _gateway_level(url: str, script: Path, concurrency: int, gateway_pid: int) -
 
 
 @contextlib.contextmanager
-def _gateway_process(workdir: Path) -> Iterator[tuple[str, str, int]]:
+def _gateway_process(workdir: Path) -> Iterator[Gateway]:
     """The gateway in its own process: (base URL, task token, pid)."""
     gateway = subprocess.Popen(
         [sys.executable, "-m", "tests.bench.gateway_overhead", str(workdir)],
@@ -217,14 +250,15 @@ def _median(runs: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 async def _side_by_side(
-    workdir: Path, server: str, command: list[str], gateway: tuple[str, str, int]
+    workdir: Path, server: str, command: list[str], gateway: Gateway
 ) -> dict[str, dict[int, dict[str, Any]]]:
     """Direct and through the gateway, level by level, alternating for ROUNDS rounds."""
     tool, arguments = _tools(workdir)[server]
-    base_url, token, gateway_pid = gateway
-    script = _wrk_script(workdir, server, token, arguments)
-    url = f"{base_url}/v1/tools/{server}/{tool}/call"
-    _wrk(url, script, 1, 1)  # the task's session to the server is opened on first use
+    base_url, _token, gateway_pid = gateway
+    script = _wrk_script(workdir, server, [gateway], arguments)
+    path = f"/v1/tools/{server}/{tool}/call"
+    _open_session(gateway, path, arguments)
+    url = f"{base_url}{path}"
     params = StdioServerParameters(command=command[0], args=command[1:])
     async with Client(params, mode="legacy", cache=None) as client:
 
@@ -240,8 +274,28 @@ async def _side_by_side(
         for c in LEVELS:
             for _ in range(ROUNDS):
                 rounds["direct"].setdefault(c, []).append(await _direct_level(call, c, direct))
-                rounds["gateway"].setdefault(c, []).append(_gateway_level(url, script, c, gateway_pid))
+                rounds["gateway"].setdefault(c, []).append(_gateway_level(url, script, c, [gateway_pid]))
     return {side: {c: _median(runs) for c, runs in levels.items()} for side, levels in rounds.items()}
+
+
+def _replicas(workdir: Path, server: str, gateways: list[Gateway]) -> dict[str, Any]:
+    """Throughput at the top level over 1..N gateway processes, alternating for ROUNDS rounds: how the gateway
+    scales out. Each process holds its own session to its own server process, as each replica does; wrk runs
+    N threads in every case, so the load generator is the same."""
+    tool, arguments = _tools(workdir)[server]
+    path = f"/v1/tools/{server}/{tool}/call"
+    for gateway in gateways:
+        _open_session(gateway, path, arguments)
+    url = f"{gateways[0][0]}{path}"
+    counts = range(1, len(gateways) + 1)
+    scripts = {n: _wrk_script(workdir, server, gateways[:n], arguments) for n in counts}
+    runs: dict[int, list[dict[str, Any]]] = {n: [] for n in counts}
+    for _ in range(ROUNDS):
+        for n in counts:
+            pids = [pid for _url, _token, pid in gateways[:n]]
+            runs[n].append(_gateway_level(url, scripts[n], max(LEVELS), pids, threads=len(gateways)))
+    figures = {str(n): _median(measured) for n, measured in runs.items()}
+    return figures | {"scaling": round(figures[str(len(gateways))]["calls_per_s"] / figures["1"]["calls_per_s"], 3)}
 
 
 def _compare(direct: dict[int, dict[str, Any]], via: dict[int, dict[str, Any]]) -> dict[str, Any]:
@@ -259,21 +313,28 @@ def run() -> dict[str, Any]:
         workdir = Path(tmp)
         _prepare(workdir)
         commands = _servers(workdir)
-        with _gateway_process(workdir) as gateway:
+        with _gateway_process(workdir) as gateway, _gateway_process(workdir) as replica:
             measured = {
                 server: asyncio.run(_side_by_side(workdir, server, commands[server], gateway)) for server in commands
             }
+            scaled = {server: _replicas(workdir, server, [gateway, replica]) for server in commands}
+    top = max(LEVELS)
     return {
         f"{server}/{tool}": {
             "direct": {str(c): measured[server]["direct"][c] for c in LEVELS},
             "gateway": {str(c): measured[server]["gateway"][c] for c in LEVELS},
             **_compare(measured[server]["direct"], measured[server]["gateway"]),
+            f"gateway_processes_at_{top}": scaled[server],
+            f"throughput_ratio_2_processes_at_{top}": round(
+                scaled[server]["2"]["calls_per_s"] / measured[server]["direct"][top]["calls_per_s"], 3
+            ),
         }
         for server, (tool, _arguments) in _tools(workdir).items()
     } | {
         "note": f"each figure is the median of {ROUNDS} rounds, direct and gateway alternating; load client (wrk for "
         "the gateway), gateway and MCP servers share the machine's CPUs; cpu_busy is CPU seconds per second "
-        "(1.0 = one core)",
+        f"(1.0 = one core); gateway_processes_at_{top}: the same load over 1 and 2 gateway processes (replicas), "
+        "each with its own server process",
     }
 
 
