@@ -79,7 +79,7 @@ return granted
 class SharedRateLimits:
     """The budget shared by every replica through Redis, taken in leases of a tenth of it.
 
-    A round trip to Redis for each request cost a replica about 0.5 ms of CPU, a third of a whole tool call.
+    A round trip to Redis for each request cost a replica about 0.4 ms of CPU, a quarter of a whole tool call.
     A replica now asks for a lease (one script run) and admits that many requests of the same second on its
     own. A leased request counts as made whether or not it comes: replicas together never admit more than
     the limit, and a replica may refuse up to one lease early. A lease left over when its second ends is

@@ -66,7 +66,7 @@ def test_two_replicas_share_one_budget_per_task() -> None:
 
 
 def test_a_replica_asks_redis_once_per_lease_not_per_request() -> None:
-    """A round trip per request cost a replica about 0.5 ms of CPU; with a limit of 1000, a lease is 100."""
+    """A round trip per request cost a replica about 0.4 ms of CPU; with a limit of 1000, a lease is 100."""
 
     async def scenario(url: str) -> int:
         replica = SharedRateLimits(url, 1000)
