@@ -119,12 +119,18 @@ _CHECKED: list[tuple[PiiEntity, re.Pattern[str] | None, re.Pattern[str], Callabl
 
 
 def resolve_overlaps(ranked: Iterable[Detection]) -> list[Detection]:
-    """Keep detections in the order given (best first) unless they overlap an earlier one; sorted by start."""
+    """Keep detections (non-empty spans) in the order given (best first) unless they overlap an earlier one; sorted
+    by start. The kept ones are disjoint, so only the two around a candidate's start can overlap it: a whole-file
+    result with thousands of entities no longer costs a comparison with every kept one (200 KB took 1.1 s)."""
     kept: list[Detection] = []
+    starts: list[int] = []
     for candidate in ranked:
-        if all(candidate.end <= k.start or candidate.start >= k.end for k in kept):
-            kept.append(candidate)
-    return sorted(kept)
+        at = bisect.bisect_left(starts, candidate.start)
+        if (at > 0 and kept[at - 1].end > candidate.start) or (at < len(kept) and kept[at].start < candidate.end):
+            continue
+        kept.insert(at, candidate)
+        starts.insert(at, candidate.start)
+    return kept
 
 
 class PatternDetector:

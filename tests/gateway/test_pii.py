@@ -159,6 +159,22 @@ def test_numbers_claimed_by_other_entities_change_no_phone_result() -> None:
     assert skipped > 1_000  # the matcher's numbers that a ranked entity overrides: the case the skipping is for
 
 
+def test_overlaps_resolve_by_rank_as_defined() -> None:
+    """resolve_overlaps only compares a candidate with its neighbours among the kept spans: on 5,000 random ranked
+    lists it keeps exactly what comparing each candidate with every kept one keeps."""
+    rng = random.Random(13)
+    for _ in range(5_000):
+        ranked = []
+        for _ in range(rng.randint(0, 30)):
+            start = rng.randint(0, 60)
+            ranked.append(Detection(start, start + rng.randint(1, 12), rng.choice(["EMAIL", "PHONE", "IBAN"])))
+        kept: list[Detection] = []
+        for candidate in ranked:
+            if all(candidate.end <= k.start or candidate.start >= k.end for k in kept):
+                kept.append(candidate)
+        assert resolve_overlaps(ranked) == sorted(kept), ranked
+
+
 def test_only_the_tasks_entities_and_its_custom_patterns() -> None:
     detector = PatternDetector([PiiEntity.EMAIL], [CustomPattern(name="CUSTOMER_ID", regex=r"\bC\d{3}\b")])
     text = "C001 alice@example.com +1 202-555-0143 536-90-4399"
