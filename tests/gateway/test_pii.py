@@ -7,6 +7,7 @@ import asyncio
 import json
 import random
 from pathlib import Path
+from typing import Any
 
 import phonenumbers
 import pytest
@@ -15,7 +16,7 @@ from phonenumbers import PhoneMetadata
 
 from gateway.errors import VaultUnavailable
 from gateway.pii.detectors import MIN_PHONE_DIGITS, Detection, PatternDetector, resolve_overlaps
-from gateway.pii.tokenizer import PiiTokenizer
+from gateway.pii.tokenizer import ON_LOOP_MAX_CHARS, PiiTokenizer
 from gateway.pii.vault import MemoryVault, RedisVault
 from gateway.tasks import TaskContext
 from mcpexec.agenttask import BUILTIN_ENTITIES, CustomPattern, PiiEntity
@@ -204,6 +205,25 @@ def test_tokenizes_nested_json_deterministically_and_restores_it() -> None:
     assert asyncio.run(tokenizer.detokenize(other, masked)) == masked  # another task's tokens mean nothing
     off = _ctx("pii-off", pii={"enabled": False})
     assert asyncio.run(tokenizer.tokenize(off, value)) == value
+
+
+def test_a_large_value_is_scanned_off_the_event_loop() -> None:
+    """A whole file full of PII (180 KB, about half a second to scan) does not hold up another task: its small value
+    is tokenized while the large one is still being scanned, and both come out right."""
+    tokenizer = PiiTokenizer(MemoryVault(), ttl_seconds=600)
+    line = "call +1 202-555-0143 or mail a@example.com, "
+    assert len(line) * 4000 > ON_LOOP_MAX_CHARS
+
+    async def both() -> tuple[Any, bool, Any]:
+        large = asyncio.create_task(tokenizer.tokenize(_ctx("pii-large"), {"text": line * 4000}))
+        await asyncio.sleep(0)  # the large value's scan starts first
+        small = await tokenizer.tokenize(_ctx("pii-small"), {"text": "b@example.com"})
+        return small, large.done(), await large
+
+    small, large_done_first, large = asyncio.run(both())
+    assert small == {"text": "[EMAIL_1]"}
+    assert not large_done_first
+    assert large == {"text": "call [PHONE_1] or mail [EMAIL_1], " * 4000}
 
 
 def test_memory_vault_honours_ttl() -> None:
