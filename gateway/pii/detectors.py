@@ -209,10 +209,10 @@ def _claimed(
 ) -> bool:
     """Whether every phone number in the run would overlap a claimed span: what lies outside them, between the run's
     start (a digit or plus sign) and its last digit, holds no run of its own (a number never spans a gap)."""
-    end = run.start() + len(_TRAILING_PUNCTUATION.split(run.group(), maxsplit=1)[0])
     at = bisect.bisect_right(ends, run.start())
-    if at == len(claimed) or claimed[at].start >= end:
+    if at == len(claimed) or claimed[at].start >= run.end():  # most runs: no claimed span reaches them
         return False
+    end = run.start() + len(_TRAILING_PUNCTUATION.split(run.group(), maxsplit=1)[0])
     free, cursor = [], run.start()
     while at < len(claimed) and claimed[at].start < end:
         free.append((cursor, claimed[at].start))
