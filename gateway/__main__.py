@@ -20,7 +20,7 @@ from gateway.pii.vault import RedisVault
 from gateway.ratelimit import SharedRateLimits
 from gateway.server import HTTP
 from gateway.server_status import ServerStatusReporter
-from gateway.settings import GatewaySettings, Limits
+from gateway.settings import GatewaySettings
 
 # How often each replica probes the MCPServers for their status (patched only when it changes).
 STATUS_EVERY_SECONDS = 15.0
@@ -40,7 +40,7 @@ async def serve(settings: GatewaySettings) -> None:
     directory = KubeDirectory(_api_client())
     servers = ClusterServers(directory, settings.servers_refresh_seconds, frozenset(settings.stdio_server_namespaces))
     await servers.refresh()
-    limits = Limits(requests_per_second=settings.requests_per_second)
+    limits = settings.limits()
     core = GatewayCore(
         ClusterAuthenticator(directory, settings.audience),
         servers.specs,

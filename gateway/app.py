@@ -13,6 +13,7 @@ from pydantic import BaseModel
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from gateway import llm_stream, wrappers
+from gateway.body_limit import BodyLimit
 from gateway.caller import authorize
 from gateway.calls import CallRequest, CallResult
 from gateway.catalog import Detail, ServersAnswer, ToolFull, ToolsAnswer
@@ -23,8 +24,10 @@ from gateway.llm import ChatCompletionRequest, ChatCompletionResponse
 from gateway.tasks import TaskContext
 
 _ERRORS: dict[int | str, dict[str, Any]] = {
-    status: {"model": ErrorResponse} for status in (401, 403, 404, 422, 429, 502, 503, 504)
+    status: {"model": ErrorResponse} for status in (401, 403, 404, 413, 422, 429, 502, 503, 504)
 }
+# The codes of the errors Starlette raises itself (no route, body over the limit); any other is `http_error`.
+_HTTP_ERROR_CODES = {404: "not_found", 413: "request_too_large"}
 _EVENT_STREAM_TYPE = "text/event-stream"
 # The 200 of a `stream: true` request, next to the JSON answer FastAPI documents from the response model.
 _EVENT_STREAM: dict[str, Any] = {
@@ -71,6 +74,7 @@ def create_app(core: GatewayCore) -> FastAPI:
         telemetry={"tracing": False, "metrics": False, "logs": False, "operation_spans": False},
     )
     app.state.core = core
+    app.add_middleware(BodyLimit, max_bytes=core.limits.max_request_bytes)
 
     @app.exception_handler(GatewayError)
     async def _gateway_error(_request: Request, exc: GatewayError) -> JSONResponse:
@@ -85,7 +89,9 @@ def create_app(core: GatewayCore) -> FastAPI:
 
     @app.exception_handler(StarletteHTTPException)
     async def _http_error(_request: Request, exc: StarletteHTTPException) -> JSONResponse:
-        return _error(exc.status_code, "not_found" if exc.status_code == 404 else "http_error", str(exc.detail))
+        code = _HTTP_ERROR_CODES.get(exc.status_code, "http_error")
+        core.metrics.errors.labels(code).inc()
+        return _error(exc.status_code, code, str(exc.detail))
 
     @app.get("/v1/servers", responses=_ERRORS)
     async def list_servers(ctx: Caller) -> ServersAnswer:

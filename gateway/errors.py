@@ -65,6 +65,12 @@ class PiiDetectorUnavailable(GatewayError):
     status, code = 503, "pii_detector_unavailable"
 
 
+class ResultTooLarge(GatewayError):
+    """The tool ran, but its answer is over the gateway's size limit: it is not scanned or passed on."""
+
+    status, code = 502, "result_too_large"
+
+
 class ServerUnavailable(GatewayError):
     """Not connected (starting, reconnecting, not configured yet): the call was never sent."""
 

@@ -25,11 +25,19 @@ class LLMUpstream(BaseModel):
     timeout_seconds: Annotated[float, Field(gt=0)] = 120.0
 
 
+MiB = 1 << 20
+
+
 class Limits(BaseModel):
-    """Per-task request budget (all `/v1` requests, sliding one-second window) and PII vault lifetime."""
+    """Per-task request budget (all `/v1` requests, sliding one-second window), PII vault lifetime, and the largest
+    request body and tool result the gateway takes in: every task shares its memory and CPU (a result is
+    PII-scanned at about 1 MB/s of dense text), so one task's huge upload or file read must not stall the others.
+    10 MiB for a result is the TypeScript MCP SDK's cap on one stdio message."""
 
     requests_per_second: Annotated[int, Field(ge=1)] = 100
     vault_ttl_seconds: Annotated[int, Field(ge=60)] = 86_400
+    max_request_bytes: Annotated[int, Field(ge=1024)] = 16 * MiB
+    max_result_bytes: Annotated[int, Field(ge=1024)] = 10 * MiB
 
 
 class LLMSettings(BaseSettings):
@@ -75,12 +83,29 @@ class GatewaySettings(LLMSettings):
     requests_per_second: int = Field(
         default=100, ge=1, validation_alias=AliasChoices("MCPEXEC_GATEWAY_REQUESTS_PER_SECOND", "requests_per_second")
     )
+    max_request_bytes: int = Field(
+        default=Limits().max_request_bytes,
+        ge=1024,
+        validation_alias=AliasChoices("MCPEXEC_GATEWAY_MAX_REQUEST_BYTES", "max_request_bytes"),
+    )
+    max_result_bytes: int = Field(
+        default=Limits().max_result_bytes,
+        ge=1024,
+        validation_alias=AliasChoices("MCPEXEC_GATEWAY_MAX_RESULT_BYTES", "max_result_bytes"),
+    )
     # A stdio MCPServer is a command the gateway itself runs, next to the model keys and the PII vault:
     # only namespaces trusted like the gateway's own may define one. Default: none (fail closed).
     stdio_server_namespaces: list[str] = Field(
         default_factory=list,
         validation_alias=AliasChoices("MCPEXEC_STDIO_SERVER_NAMESPACES", "stdio_server_namespaces"),
     )
+
+    def limits(self) -> Limits:
+        return Limits(
+            requests_per_second=self.requests_per_second,
+            max_request_bytes=self.max_request_bytes,
+            max_result_bytes=self.max_result_bytes,
+        )
 
 
 class ServersFile(BaseModel):

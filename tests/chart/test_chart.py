@@ -14,7 +14,7 @@ import pytest
 import yaml
 
 from controller.settings import OperatorSettings
-from gateway.settings import GatewaySettings
+from gateway.settings import GatewaySettings, Limits
 from tests.support.chart import CHART, helm, render
 from tests.support.components import REPO
 
@@ -299,13 +299,14 @@ def test_gateway_settings_come_from_values(monkeypatch: pytest.MonkeyPatch) -> N
     """The env the chart gives the gateway is what GatewaySettings reads (parsed here, not string-matched)."""
     docs = render(
         "--set", "gateway.requestsPerSecondPerTask=7", "--set", "gateway.stdioServerNamespaces={platform}",
-        "--set", "gateway.piiNer=presidio",
+        "--set", "gateway.piiNer=presidio", "--set", "gateway.maxResultBytes=20971520",
     )  # fmt: skip
     for env in _env(_by_kind(docs, "Deployment")["rel-mcpexec-gateway"]).values():
         monkeypatch.setenv(env["name"], env.get("value", "redis://from-a-secret"))
     settings = GatewaySettings()
     assert (settings.requests_per_second, settings.stdio_server_namespaces) == (7, ["platform"])
     assert settings.pii_ner == "presidio"
+    assert settings.limits() == Limits(requests_per_second=7, max_request_bytes=16 << 20, max_result_bytes=20 << 20)
 
 
 def test_operator_settings_and_pull_secrets_come_from_values(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -336,6 +337,7 @@ def test_operator_settings_and_pull_secrets_come_from_values(monkeypatch: pytest
         (["--set", "llm.api=palm"], "/llm/api"),
         (["--set", "gateway.piiNer=spacy"], "/gateway/piiNer"),
         (["--set", "gateway.requestsPerSecondPerTask=0"], "/gateway/requestsPerSecondPerTask"),
+        (["--set", "gateway.maxResultBytes=100"], "/gateway/maxResultBytes"),
         (["--set-json", "networkPolicies.taskDnsPeers=[]"], "/networkPolicies/taskDnsPeers"),
         (["--set", "images.pullSecrets={Not_A_Name}"], "/images/pullSecrets/0"),
         (["--set", "gateway.replicas=0"], "/gateway/replicas"),
