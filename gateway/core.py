@@ -43,7 +43,7 @@ class GatewayCore:
         self.metrics = GatewayMetrics()
         self.usage = UsageMeter()
         self.vault = vault
-        self.pool = SessionPool(servers, server_headers)
+        self.pool = SessionPool(servers, self.limits.max_result_bytes, server_headers)
         self.catalog = Catalog(self.pool, server_key)
         self.tokenizer = PiiTokenizer(vault, self.limits.vault_ttl_seconds, self.metrics.count_pii, extra_detector)
         self.rate_limits = rate_limits or MemoryRateLimits(self.limits.requests_per_second)

@@ -21,7 +21,8 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.shared.exceptions import MCPError
 
-from gateway.errors import ServerConnectionLost, ServerUnavailable, ToolTimeout, UpstreamError
+from gateway.errors import ResultTooLarge, ServerConnectionLost, ServerUnavailable, ToolTimeout, UpstreamError
+from gateway.stdio_transport import MESSAGE_TOO_LARGE, bounded_stdio
 from mcpexec.agenttask import MCPServerSpec
 
 log = logging.getLogger("mcpexec.gateway.sessions")
@@ -38,10 +39,12 @@ class MCPConnection:
         server: str,
         spec: MCPServerSpec,
         owner: str,
+        max_message_bytes: int,
         headers: dict[str, str] | None = None,
         backoff: tuple[float, float] = (0.5, 30.0),
     ) -> None:
         self.server = server
+        self._max_message_bytes = max_message_bytes
         self.spec = spec
         self.owner = owner
         self.generation = 0
@@ -65,7 +68,7 @@ class MCPConnection:
         if self.spec.transport == "stdio":
             assert self.spec.command
             params = StdioServerParameters(command=self.spec.command[0], args=self.spec.command[1:], env=self.spec.env)
-            return Client(params, mode="legacy", cache=None)
+            return Client(bounded_stdio(params, self._max_message_bytes), mode="legacy", cache=None)
         assert self.spec.url
         http = create_mcp_http_client(headers=self._headers)
         return Client(streamable_http_client(self.spec.url, http_client=http), mode="legacy", cache=None)
@@ -153,6 +156,8 @@ class MCPConnection:
         except MCPError as exc:
             if exc.code == types.CONNECTION_CLOSED:
                 raise self._call_lost(client, tool) from None
+            if exc.code == MESSAGE_TOO_LARGE:
+                raise ResultTooLarge(f"{self.server}/{tool}: {exc.message}") from None
             raise UpstreamError(f"{self.server}/{tool}: {exc.message}") from None
 
     async def close(self) -> None:
@@ -173,9 +178,11 @@ class SessionPool:
     def __init__(
         self,
         specs: Callable[[], dict[str, MCPServerSpec]],
+        max_message_bytes: int,
         headers: Callable[[str], dict[str, str]] | None = None,
         connect_wait: float = 15.0,
     ) -> None:
+        self._max_message_bytes = max_message_bytes
         self._specs = specs
         self._headers = headers or (lambda _server: {})
         self.connect_wait = connect_wait
@@ -195,7 +202,7 @@ class SessionPool:
             return existing
         if existing is not None:
             asyncio.get_running_loop().create_task(existing.close())
-        connection = MCPConnection(server, spec, owner, self._headers(server))
+        connection = MCPConnection(server, spec, owner, self._max_message_bytes, self._headers(server))
         connection.start()
         self._connections[key] = connection
         return connection

@@ -22,6 +22,7 @@ from gateway.cluster_servers import ClusterServers
 from gateway.kube import KubeDirectory
 from gateway.server_status import ServerStatusReporter
 from gateway.sessions import SessionPool
+from gateway.settings import Limits
 from mcpexec.agenttask import GROUP, MCPSERVER_PLURAL, VERSION
 from tests.cluster.kube import create_task, task_status, wait_for
 from tests.support.chart import render
@@ -203,7 +204,7 @@ def test_gateway_reports_mcpserver_status_with_the_charts_rbac_only(
     async def scenario() -> tuple[tuple[int, int, int, int], dict[str, Any], dict[str, Any]]:
         servers = ClusterServers(directory, 600, frozenset())
         await servers.refresh()
-        pool = SessionPool(servers.specs, servers.headers)
+        pool = SessionPool(servers.specs, Limits().max_result_bytes, servers.headers)
         reporter = ServerStatusReporter(directory, servers, Catalog(pool, namespaced_server_key, wait=5))
         try:
             with demo_over_http(port):

@@ -3,6 +3,7 @@ gateway goes on serving. Real server-filesystem reads the files; the gateway is 
 
 from __future__ import annotations
 
+import json
 import socket
 from collections.abc import Iterator
 from pathlib import Path
@@ -12,8 +13,8 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from gateway.settings import Limits
 from mcpexec.agenttask import MCPServerSpec
-from tests.gateway.conftest import GatewayThread, make_task, start_gateway
-from tests.support.components import reference_server_commands
+from tests.gateway.conftest import GatewayThread, make_task, serving, start_gateway
+from tests.support.components import demo_over_http, free_port, reference_server_commands
 
 MAX_REQUEST = 64 * 1024
 MAX_RESULT = 32 * 1024
@@ -116,10 +117,33 @@ def test_a_body_within_the_limit_is_served(sized_gateway: GatewayThread, files: 
     assert answer.json()["content"][0]["text"] == "x" * (MAX_RESULT // 4)
 
 
-def test_a_result_over_the_limit_is_a_502_and_nothing_of_it_is_passed_on(
+def _processes_with_argument(argument: Path) -> set[int]:
+    found = set()
+    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+        try:
+            if str(argument).encode() in cmdline.read_bytes().split(b"\0"):
+                found.add(int(cmdline.parent.name))
+        except OSError:
+            continue
+    return found
+
+
+def _refused_calls(metrics: str, server: str, tool: str) -> list[float]:
+    refused = {"server": server, "tool": tool, "outcome": "result_too_large"}
+    return [
+        sample.value
+        for family in text_string_to_metric_families(metrics)
+        for sample in family.samples
+        if sample.name == "mcpexec_gateway_tool_calls_total" and sample.labels == refused
+    ]
+
+
+def test_a_stdio_answer_over_the_limit_is_a_502_and_the_server_keeps_running(
     sized_gateway: GatewayThread, files: Path
 ) -> None:
     with sized_gateway.client_for(make_task("sized-result", ["filesystem"])) as c:
+        assert c.post(CALL, json={"arguments": {"path": str(files / "small.txt")}}).status_code == 200
+        servers = _processes_with_argument(files)
         for name in ("large.txt", "wide.txt"):
             answer = c.post(CALL, json={"arguments": {"path": str(files / name)}})
             assert answer.status_code == 502, (name, answer.text)
@@ -128,13 +152,26 @@ def test_a_result_over_the_limit_is_a_502_and_nothing_of_it_is_passed_on(
             assert "filesystem/read_text_file" in error["message"] and str(MAX_RESULT) in error["message"]
             assert "xxx" not in answer.text and "€" not in answer.text
         after = c.post(CALL, json={"arguments": {"path": str(files / "small.txt")}})
-        assert after.status_code == 200  # the same session goes on
-        metrics = c.get("/metrics").text
-    refused = {"server": "filesystem", "tool": "read_text_file", "outcome": "result_too_large"}
-    counted = [
-        sample.value
-        for family in text_string_to_metric_families(metrics)
-        for sample in family.samples
-        if sample.name == "mcpexec_gateway_tool_calls_total" and sample.labels == refused
-    ]
-    assert counted == [2.0]
+        assert after.status_code == 200 and after.json()["content"][0]["text"] == "x" * (MAX_RESULT // 4)
+        # Only the one answer was dropped: the same server processes (catalog's and task's) serve on.
+        assert servers and _processes_with_argument(files) == servers
+        assert _refused_calls(c.get("/metrics").text, "filesystem", "read_text_file") == [2.0]
+
+
+def test_a_streamable_http_result_over_the_limit_is_a_502(workdir: Path) -> None:
+    """Measured in UTF-8 bytes: 6,000 euro signs are 12,000 characters in the answer (text and structuredContent),
+    under the limit, and 36,000 bytes, over it."""
+    port = free_port()
+    spec = MCPServerSpec(transport="streamableHttp", url=f"http://127.0.0.1:{port}/mcp")
+    limits = Limits(max_request_bytes=MAX_REQUEST, max_result_bytes=MAX_RESULT)
+    task = make_task("sized-http", ["crm"])
+    with demo_over_http(port), serving({"crm": spec}, workdir / "gw-sized-http.sock", task, limits=limits) as (_, c):
+        message = {"to": "ann@example.com", "subject": "wide", "body": "€" * 6000}
+        body = json.dumps({"arguments": message}, ensure_ascii=False).encode()  # 18 KB: raw UTF-8, not \u escapes
+        sent = c.post("/v1/tools/crm/send_message/call", content=body, headers={"Content-Type": "application/json"})
+        assert sent.status_code == 200, sent.text
+        outbox = c.post("/v1/tools/crm/sent_messages/call", json={"arguments": {}})
+        assert outbox.status_code == 502, outbox.text
+        assert outbox.json()["error"]["code"] == "result_too_large" and "€" not in outbox.text
+        assert "crm/sent_messages" in outbox.json()["error"]["message"]
+        assert _refused_calls(c.get("/metrics").text, "crm", "sent_messages") == [1.0]
