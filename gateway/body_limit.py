@@ -1,4 +1,9 @@
-"""A cap on request bodies: no sandbox can make the gateway, which every task shares, buffer an unbounded upload."""
+"""A cap on request bodies: no sandbox can make the gateway, which every task shares, buffer an unbounded upload.
+
+FastAPI's own `max_body_size` (Starlette's RequestBodyLimitMiddleware) counts the same way, but answers any
+request whose Content-Length is over the limit with a plain-text 413, replacing whatever the app answered: outside
+the gateway's error contract (`{"error": {"code", "message"}}`, docs/contracts.md).
+"""
 
 from __future__ import annotations
 

@@ -70,8 +70,8 @@ def _raw_request(gw: GatewayThread, head: str, chunks: Iterator[bytes]) -> str:
     return answer.decode()
 
 
-def _head(gw: GatewayThread, path: str, framing: str) -> str:
-    token = gw.token(make_task("sized-raw", ["filesystem"]))
+def _head(gw: GatewayThread, path: str, framing: str, authorized: bool = True) -> str:
+    token = gw.token(make_task("sized-raw", ["filesystem"])) if authorized else "forged"
     return (
         f"POST {path} HTTP/1.1\r\nHost: gateway\r\nAuthorization: Bearer {token}\r\n"
         f"Content-Type: application/json\r\n{framing}\r\n\r\n"
@@ -90,6 +90,9 @@ def test_a_declared_body_over_the_limit_is_refused_before_any_of_it_is_sent(size
         answer = _raw_request(sized_gateway, head, _forever(b""))  # nothing of the body is ever sent
         assert answer.startswith("HTTP/1.1 413"), answer
         assert '"code":"request_too_large"' in answer and str(MAX_REQUEST) in answer
+    # Refused first for its token, the answer is still the gateway's JSON error, not a plain-text 413.
+    forged = _raw_request(sized_gateway, _head(sized_gateway, CALL, "Content-Length: 99999999", False), _forever(b""))
+    assert forged.startswith("HTTP/1.1 401") and '"code":"unauthenticated"' in forged, forged
 
 
 def test_a_chunked_body_is_cut_off_once_it_passes_the_limit(sized_gateway: GatewayThread) -> None:
