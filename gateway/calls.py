@@ -11,7 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from gateway import audit
 from gateway.catalog import Catalog
-from gateway.errors import GatewayError, InvalidArguments, ResultTooLarge
+from gateway.errors import GatewayError, InvalidArguments
 from gateway.metrics import GatewayMetrics
 from gateway.pii.tokenizer import PiiTokenizer
 from gateway.sessions import SessionPool
@@ -42,17 +42,6 @@ def _schema_errors(validator: Any, arguments: dict[str, Any]) -> list[str]:
     return problems
 
 
-def utf8_size(value: Any) -> int:
-    """The UTF-8 bytes of every string (keys too) in a JSON value: its text and base64 data, without the syntax."""
-    if isinstance(value, str):
-        return len(value) if value.isascii() else len(value.encode())  # isascii is a flag check, no scan
-    if isinstance(value, list):
-        return sum(utf8_size(item) for item in value)
-    if isinstance(value, dict):
-        return sum(utf8_size(key) + utf8_size(item) for key, item in value.items())
-    return 0
-
-
 class ToolCaller:
     def __init__(
         self,
@@ -61,9 +50,7 @@ class ToolCaller:
         tokenizer: PiiTokenizer,
         usage: UsageMeter,
         metrics: GatewayMetrics,
-        max_result_bytes: int,
     ) -> None:
-        self._max_result_bytes = max_result_bytes
         self._catalog = catalog
         self._pool = pool
         self._tokenizer = tokenizer
@@ -112,12 +99,6 @@ class ToolCaller:
         self._usage.of(ctx.task_id).tool_calls += 1
         result = await connection.call_tool(tool, real, wait=0 if connection.failing else self._pool.connect_wait)
         dumped = result.model_dump(by_alias=True, exclude_none=True, mode="json")
-        size = utf8_size(dumped)
-        if size > self._max_result_bytes:
-            raise ResultTooLarge(
-                f"{server}/{tool} answered {size} bytes, over the gateway's limit of {self._max_result_bytes}; "
-                "ask the tool for less (a range, a page, a filter)"
-            )
         answer = {"content": dumped.get("content", []), "isError": bool(dumped.get("isError"))}
         if "structuredContent" in dumped:
             answer["structuredContent"] = dumped["structuredContent"]

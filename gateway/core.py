@@ -47,9 +47,7 @@ class GatewayCore:
         self.catalog = Catalog(self.pool, server_key)
         self.tokenizer = PiiTokenizer(vault, self.limits.vault_ttl_seconds, self.metrics.count_pii, extra_detector)
         self.rate_limits = rate_limits or MemoryRateLimits(self.limits.requests_per_second)
-        self.caller = ToolCaller(
-            self.catalog, self.pool, self.tokenizer, self.usage, self.metrics, self.limits.max_result_bytes
-        )
+        self.caller = ToolCaller(self.catalog, self.pool, self.tokenizer, self.usage, self.metrics)
         self.llm = LLMProxy(llm, self.tokenizer, self.usage, self.metrics)
         self._reaper: asyncio.Task[None] | None = None
 

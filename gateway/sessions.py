@@ -22,7 +22,8 @@ from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.shared.exceptions import MCPError
 
 from gateway.errors import ResultTooLarge, ServerConnectionLost, ServerUnavailable, ToolTimeout, UpstreamError
-from gateway.stdio_transport import MESSAGE_TOO_LARGE, bounded_stdio
+from gateway.http_answers import bound_json_answers, dropped_for_size
+from gateway.stdio_transport import bounded_stdio
 from mcpexec.agenttask import MCPServerSpec
 
 log = logging.getLogger("mcpexec.gateway.sessions")
@@ -71,7 +72,10 @@ class MCPConnection:
             return Client(bounded_stdio(params, self._max_message_bytes), mode="legacy", cache=None)
         assert self.spec.url
         http = create_mcp_http_client(headers=self._headers)
-        return Client(streamable_http_client(self.spec.url, http_client=http), mode="legacy", cache=None)
+        bound_json_answers(http, self._max_message_bytes)
+        # The SDK's default limit on one event is 1 MiB: larger results would fail over HTTP and not over stdio.
+        transport = streamable_http_client(self.spec.url, http_client=http, max_sse_event_size=self._max_message_bytes)
+        return Client(transport, mode="legacy", cache=None)
 
     async def _run(self) -> None:
         delay, ceiling = self._backoff
@@ -154,10 +158,13 @@ class MCPConnection:
         except _CONNECTION_LOST:
             raise self._call_lost(client, tool) from None
         except MCPError as exc:
+            if dropped_for_size(exc):
+                raise ResultTooLarge(
+                    f"{self.server}/{tool} answered more than the gateway's limit of {self._max_message_bytes} "
+                    "bytes; ask the tool for less (a range, a page, a filter)"
+                ) from None
             if exc.code == types.CONNECTION_CLOSED:
                 raise self._call_lost(client, tool) from None
-            if exc.code == MESSAGE_TOO_LARGE:
-                raise ResultTooLarge(f"{self.server}/{tool}: {exc.message}") from None
             raise UpstreamError(f"{self.server}/{tool}: {exc.message}") from None
 
     async def close(self) -> None:

@@ -30,9 +30,10 @@ MiB = 1 << 20
 
 class Limits(BaseModel):
     """Per-task request budget (all `/v1` requests, sliding one-second window), PII vault lifetime, and the largest
-    request body and tool result the gateway takes in: every task shares its memory and CPU (a result is
+    request body and tool answer the gateway takes in: every task shares its memory and CPU (a result is
     PII-scanned at about 1 MB/s of dense text), so one task's huge upload or file read must not stall the others.
-    10 MiB for a result is the TypeScript MCP SDK's cap on one stdio message."""
+    An answer is measured as the server sent it (bounded_stdio, http_answers); 10 MiB is the TypeScript MCP SDK's
+    cap on one stdio message."""
 
     requests_per_second: Annotated[int, Field(ge=1)] = 100
     vault_ttl_seconds: Annotated[int, Field(ge=60)] = 86_400

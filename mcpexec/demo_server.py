@@ -178,9 +178,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--http", type=int, metavar="PORT", help="serve streamable HTTP on PORT")
     parser.add_argument("--host", default="127.0.0.1", help="the address to serve HTTP on (default: loopback)")
+    parser.add_argument("--json-response", action="store_true", help="answer HTTP requests with JSON, not SSE")
     args = parser.parse_args()
     if args.http:
-        server.run("streamable-http", host=args.host, port=args.http)
+        server.run("streamable-http", host=args.host, port=args.http, json_response=args.json_response)
     else:
         server.run()
 

@@ -161,20 +161,39 @@ def test_a_stdio_answer_over_the_limit_is_a_502_and_the_server_keeps_running(
         assert _refused_calls(c.get("/metrics").text, "filesystem", "read_text_file") == [2.0]
 
 
-def test_a_streamable_http_result_over_the_limit_is_a_502(workdir: Path) -> None:
-    """Measured in UTF-8 bytes: 6,000 euro signs are 12,000 characters in the answer (text and structuredContent),
-    under the limit, and 36,000 bytes, over it."""
+@pytest.mark.parametrize("answers", ["sse", "json"])
+def test_streamable_http_answers_up_to_the_limit_pass_and_larger_ones_are_a_502(workdir: Path, answers: str) -> None:
+    """The limit is 2 MiB: the first outbox (1.2 MB of text, twice) is over the SDK's own 1 MiB limit on one
+    server-sent event, which the gateway raises to its own; the second (2.4 MB) is over the gateway's."""
     port = free_port()
     spec = MCPServerSpec(transport="streamableHttp", url=f"http://127.0.0.1:{port}/mcp")
-    limits = Limits(max_request_bytes=MAX_REQUEST, max_result_bytes=MAX_RESULT)
-    task = make_task("sized-http", ["crm"])
-    with demo_over_http(port), serving({"crm": spec}, workdir / "gw-sized-http.sock", task, limits=limits) as (_, c):
-        message = {"to": "ann@example.com", "subject": "wide", "body": "€" * 6000}
-        body = json.dumps({"arguments": message}, ensure_ascii=False).encode()  # 18 KB: raw UTF-8, not \u escapes
-        sent = c.post("/v1/tools/crm/send_message/call", content=body, headers={"Content-Type": "application/json"})
-        assert sent.status_code == 200, sent.text
+    limits = Limits(max_result_bytes=2 << 20)
+    task = make_task(f"sized-http-{answers}", ["crm"])
+    json_response = answers == "json"
+    with (
+        demo_over_http(port, json_response=json_response),
+        serving({"crm": spec}, workdir / f"gw-sized-{answers}.sock", task, limits=limits) as (gw, c),
+    ):
+
+        def send(body: str) -> None:
+            message = {"to": "ann@example.com", "subject": "large", "body": body}
+            raw = json.dumps({"arguments": message}, ensure_ascii=False).encode()  # UTF-8, not \u escapes
+            sent = c.post("/v1/tools/crm/send_message/call", content=raw, headers={"Content-Type": "application/json"})
+            assert sent.status_code == 200, sent.text
+
+        send("x" * 600_000)
         outbox = c.post("/v1/tools/crm/sent_messages/call", json={"arguments": {}})
-        assert outbox.status_code == 502, outbox.text
-        assert outbox.json()["error"]["code"] == "result_too_large" and "€" not in outbox.text
-        assert "crm/sent_messages" in outbox.json()["error"]["message"]
+        assert outbox.status_code == 200, outbox.text[:500]
+        assert outbox.json()["structuredContent"]["result"][0]["body"] == "x" * 600_000
+        (owner,) = gw.gateway.core.pool.owners()  # this task's sessions
+        connection = gw.gateway.core.pool.connection(owner, "crm")
+        generation = connection.generation
+        send("€" * 200_000)
+        refused = c.post("/v1/tools/crm/sent_messages/call", json={"arguments": {}})
+        assert refused.status_code == 502, refused.text[:500]
+        error = refused.json()["error"]
+        assert error["code"] == "result_too_large" and "crm/sent_messages" in error["message"]
+        assert str(2 << 20) in error["message"] and "€" not in refused.text
+        send("after")  # the same session: only the one answer was dropped
+        assert connection.generation == generation and connection.connected
         assert _refused_calls(c.get("/metrics").text, "crm", "sent_messages") == [1.0]

@@ -76,10 +76,11 @@ def redis_server() -> Iterator[str]:
 
 
 @contextmanager
-def demo_over_http(port: int) -> Iterator[None]:
-    """Our demo MCP server (mcpexec/demo_server.py) over streamable HTTP on 127.0.0.1:port."""
+def demo_over_http(port: int, json_response: bool = False) -> Iterator[None]:
+    """Our demo MCP server (mcpexec/demo_server.py) over streamable HTTP on 127.0.0.1:port; answers come as
+    server-sent events, or with `json_response` as JSON bodies."""
     proc = subprocess.Popen(
-        [sys.executable, "-m", "mcpexec.demo_server", "--http", str(port)],
+        [sys.executable, "-m", "mcpexec.demo_server", "--http", str(port), *(["--json-response"] * json_response)],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
