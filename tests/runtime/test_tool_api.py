@@ -108,3 +108,28 @@ def test_a_server_still_starting_is_waited_for_not_a_failed_task(tmp_path: Path)
             starting.cancel()
     assert run.exit_code == 0, run.result
     assert run.result["result"] == "C003\n"
+
+
+def test_an_upload_or_answer_over_the_gateways_limits_is_a_clear_error_and_the_task_goes_on(
+    harness: RuntimeHarness,
+) -> None:
+    """Default limits: a 17 MB argument is over the 16 MiB request limit; the 6 MB message then sent comes back
+    twice in `sent_messages` (text and structuredContent), over the 10 MiB answer limit."""
+    code = """
+import json
+errors = {}
+try:
+    call_tool("demo/send_message", {"to": "a@example.com", "subject": "big", "body": "x" * 17_000_000})
+except ToolError as exc:
+    errors["upload"] = exc.code
+call_tool("demo/send_message", {"to": "a@example.com", "subject": "big", "body": "y" * 6_000_000})
+try:
+    call_tool("demo/sent_messages", {})
+except ToolError as exc:
+    errors["answer"] = exc.code
+print(json.dumps({"errors": errors, "after": call_tool("demo/get_customer", {"customer_id": "C001"})["id"]}))
+"""
+    run = harness.run(harness.task("oversized", code=code))
+    assert run.exit_code == 0, run.result
+    seen = json.loads(run.result["result"])
+    assert seen == {"errors": {"upload": "request_too_large", "answer": "result_too_large"}, "after": "C001"}
