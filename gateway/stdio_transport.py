@@ -3,12 +3,11 @@
 The SDK's reader joins each 64 KiB chunk to all it holds of the line so far, so a message costs time quadratic
 in its size, on the event loop every task's calls share: reading a 10 MB file with server-filesystem (a 20 MB
 answer: text and structuredContent) took 1.1 s of CPU against 0.04 s here, a 40 MB file 36 s (make bench
-large_results). This reader costs linear time and never holds more than
-`max_message_bytes` of a line. Past that, the rest of the line is read and dropped; if the line is an answer
-whose id shows in its first or last bytes (Python servers write `{"jsonrpc":"2.0","id":7,"result":...`,
-TypeScript ones `{"result":...,"jsonrpc":"2.0","id":7}`), that one request fails with MESSAGE_TOO_LARGE and
-the server keeps running; otherwise the connection is closed, as the TypeScript SDK's stdio transport does
-past its 10 MiB buffer.
+large_results). This reader costs linear time and never holds more than `max_message_bytes` of a line. Past
+that, the rest of the line is read and dropped; if the line is an answer whose id shows in its first or last
+bytes (Python servers write `{"jsonrpc":"2.0","id":7,"result":...`, TypeScript ones
+`{"result":...,"jsonrpc":"2.0","id":7}`), that one request fails with MESSAGE_TOO_LARGE and the server keeps
+running; otherwise the connection is closed, as the TypeScript SDK's stdio transport does past its 10 MiB buffer.
 """
 
 from __future__ import annotations
