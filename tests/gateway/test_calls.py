@@ -12,6 +12,7 @@ from pathlib import Path
 import httpx
 
 from tests.gateway.conftest import ALL_SERVERS, FRAGILE_MARKER, GatewayThread, make_task
+from tests.support.components import processes_with
 
 
 def _text(answer: dict[str, object]) -> str:
@@ -105,18 +106,6 @@ def test_usage_counts_tool_calls_per_task(gateway: GatewayThread) -> None:
     assert gateway.gateway.usage(task.task_id) == {"llmTurns": 0, "tokensIn": 0, "tokensOut": 0, "toolCalls": 3}
 
 
-def _processes_marked(marker: str) -> list[int]:
-    """This test process' MCP server children started with `marker` in their environment."""
-    found = []
-    for environ in Path("/proc").glob("[0-9]*/environ"):
-        try:
-            if marker.encode() in environ.read_bytes().split(b"\0"):
-                found.append(int(environ.parent.name))
-        except OSError:
-            continue
-    return [pid for pid in found if pid != os.getpid()]
-
-
 def test_a_server_dying_during_a_call_answers_502_not_retryable_then_reconnects(gateway: GatewayThread) -> None:
     """The call may have run before the server died: 502 server_connection_lost, no Retry-After (a resend could
     run it twice); the task's next call gets a fresh server process."""
@@ -129,7 +118,7 @@ def test_a_server_dying_during_a_call_answers_502_not_retryable_then_reconnects(
         )
         caller.start()
         time.sleep(1.5)
-        victims = _processes_marked(FRAGILE_MARKER)
+        victims = sorted(processes_with(FRAGILE_MARKER, "environ") - {os.getpid()})
         assert victims, "no fragile MCP server process found"
         for pid in victims:
             os.kill(pid, signal.SIGKILL)

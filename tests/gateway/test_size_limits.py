@@ -14,7 +14,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from gateway.settings import Limits
 from mcpexec.agenttask import MCPServerSpec
 from tests.gateway.conftest import GatewayThread, make_task, serving, start_gateway
-from tests.support.components import demo_over_http, free_port, reference_server_commands
+from tests.support.components import demo_over_http, free_port, processes_with, reference_server_commands
 
 MAX_REQUEST = 64 * 1024
 MAX_RESULT = 32 * 1024
@@ -120,17 +120,6 @@ def test_a_body_within_the_limit_is_served(sized_gateway: GatewayThread, files: 
     assert answer.json()["content"][0]["text"] == "x" * (MAX_RESULT // 4)
 
 
-def _processes_with_argument(argument: Path) -> set[int]:
-    found = set()
-    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
-        try:
-            if str(argument).encode() in cmdline.read_bytes().split(b"\0"):
-                found.add(int(cmdline.parent.name))
-        except OSError:
-            continue
-    return found
-
-
 def _refused_calls(metrics: str, server: str, tool: str) -> list[float]:
     refused = {"server": server, "tool": tool, "outcome": "result_too_large"}
     return [
@@ -146,7 +135,7 @@ def test_a_stdio_answer_over_the_limit_is_a_502_and_the_server_keeps_running(
 ) -> None:
     with sized_gateway.client_for(make_task("sized-result", ["filesystem"])) as c:
         assert c.post(CALL, json={"arguments": {"path": str(files / "small.txt")}}).status_code == 200
-        servers = _processes_with_argument(files)
+        servers = processes_with(str(files), "cmdline")
         for name in ("large.txt", "wide.txt"):
             answer = c.post(CALL, json={"arguments": {"path": str(files / name)}})
             assert answer.status_code == 502, (name, answer.text)
@@ -157,7 +146,7 @@ def test_a_stdio_answer_over_the_limit_is_a_502_and_the_server_keeps_running(
         after = c.post(CALL, json={"arguments": {"path": str(files / "small.txt")}})
         assert after.status_code == 200 and after.json()["content"][0]["text"] == "x" * (MAX_RESULT // 4)
         # Only the one answer was dropped: the same server processes (catalog's and task's) serve on.
-        assert servers and _processes_with_argument(files) == servers
+        assert servers and processes_with(str(files), "cmdline") == servers
         assert _refused_calls(c.get("/metrics").text, "filesystem", "read_text_file") == [2.0]
 
 

@@ -41,6 +41,18 @@ def reference_server_commands(filesystem_root: Path) -> dict[str, list[str]]:
     }
 
 
+def processes_with(entry: str, listing: str) -> set[int]:
+    """The processes whose NUL-separated /proc/<pid>/<listing> (`cmdline` or `environ`) holds `entry` whole."""
+    found = set()
+    for path in Path("/proc").glob(f"[0-9]*/{listing}"):
+        try:
+            if entry.encode() in path.read_bytes().split(b"\0"):
+                found.add(int(path.parent.name))
+        except OSError:  # gone meanwhile, or not ours to read
+            continue
+    return found
+
+
 def wait_for_port(port: int, proc: subprocess.Popen[bytes], what: str, timeout: float = 30) -> None:
     """Until something accepts on 127.0.0.1:port; fails fast if `proc` dies first."""
     deadline = time.monotonic() + timeout
