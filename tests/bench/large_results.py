@@ -63,9 +63,11 @@ def run() -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="mcpexec-bench-large-") as tmp:
         root = Path(tmp)
         line = "a line of a large log file, as an agent might read one whole\n"
-        sizes = {size: len(line) * (size * 1_000_000 // len(line)) for size in SIZES_MB}
-        for size, chars in sizes.items():
-            (root / f"{size}mb.txt").write_text(line * (chars // len(line)))
+        sizes = {}
+        for size in SIZES_MB:
+            text = line * (size * 1_000_000 // len(line))
+            (root / f"{size}mb.txt").write_text(text)
+            sizes[size] = len(text)
         figures = asyncio.run(_measure(root, sizes))
     return figures | {
         "note": f"CPU seconds of the client process per read_text_file call, median of {ROUNDS} rounds, "
