@@ -7,7 +7,7 @@ import contextlib
 from collections.abc import Iterator
 
 import uvicorn
-from fastapi import FastAPI
+from starlette.applications import Starlette
 
 # uvicorn's C HTTP/1.1 parser (httptools), named so a missing package fails at start instead of silently falling
 # back to the pure-Python h11 implementation.
@@ -23,7 +23,7 @@ class _EmbeddedServer(uvicorn.Server):
 
 
 class BackgroundServer:
-    def __init__(self, app: FastAPI, *, uds: str | None = None, host: str = "127.0.0.1", port: int = 0) -> None:
+    def __init__(self, app: Starlette, *, uds: str | None = None, host: str = "127.0.0.1", port: int = 0) -> None:
         config = uvicorn.Config(app, uds=uds, host=host, port=port, log_level="warning", lifespan="off", http=HTTP)
         self._server = _EmbeddedServer(config)
         self._task: asyncio.Task[None] | None = None

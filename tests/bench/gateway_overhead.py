@@ -3,14 +3,18 @@
 Direct: one long-lived MCP session (the `mcp` client the gateway itself uses) from this process, N callers.
 Gateway: the gateway in its own process on loopback TCP (as the cluster serves sandboxes), with the task's
 own session, auth, rate limit, policy, schema check, PII scan, audit and metrics on the path; the load is
-`wrk` (C, so the load generator is not what bounds the figures), N connections. Both sides run for the
-same time at concurrency 1, 16 and 64, alternating for three rounds; each figure is the median.
+`wrk` (C, so the load generator is not what bounds the figures), N connections. Floor: the thinnest proxy on
+the gateway's own stack (tests/bench/_bare_proxy.py: uvicorn, the same MCP client and transport, none of the
+gateway's work), loaded by the same `wrk`: what any Python gateway on these packages pays for the HTTP hop.
+The three sides run for the same time at concurrency 1, 16 and 64, alternating for three rounds; each figure
+is the median.
 
 The tools, cheapest first: server-everything `echo` (Node, the cheapest call an MCP server can answer),
 mcp-server-time `get_current_time` (Python), server-filesystem `read_text_file` (Node, a 4 KiB file), and
-mcp-server-git `git_status` (Python, runs git). For each: p50/p99, calls/s, the ratio gateway/direct,
-the CPU milliseconds per call of each process, and at 64 callers how busy each process was (CPU seconds
-per second: 1.0 is one whole core), which says what bounds the throughput on this machine.
+mcp-server-git `git_status` (Python, runs git). For each: p50/p99, calls/s, the ratios gateway/direct,
+floor/direct and gateway/floor (how much of the hop's ceiling the gateway's own work leaves), the CPU
+milliseconds per call of each process, and at 64 callers how busy each process was (CPU seconds per second:
+1.0 is one whole core), which says what bounds the throughput on this machine.
 
 Scaling out: at 64 callers, the same load over one gateway process, then over two (replicas: each holds its
 own session to its own server process; each of wrk's two threads sends to one of them, as a Service spreads
@@ -51,6 +55,7 @@ Gateway = tuple[str, str, int]  # a gateway process: base URL, the bench task's 
 LEVELS = (1, 16, 64)
 SECONDS = 4  # wrk takes whole seconds
 WARMUP_SECONDS = 1
+FLOOR_MODULE = "tests.bench._bare_proxy"
 ROUNDS = 3  # direct and gateway alternate, so a slow spell of a shared VM hits both; figures are medians
 
 
@@ -75,7 +80,7 @@ def _prepare(workdir: Path) -> None:
     (repo / "README").write_text("bench\n")
 
 
-def _servers(workdir: Path) -> dict[str, list[str]]:
+def bench_servers(workdir: Path) -> dict[str, list[str]]:
     commands = reference_server_commands(workdir / "files")
     return {name: commands[name] for name in _tools(workdir)}
 
@@ -204,11 +209,11 @@ def _wrk(url: str, script: Path, concurrency: int, seconds: int, threads: int = 
 
 
 def _gateway_level(
-    url: str, script: Path, concurrency: int, gateway_pids: list[int], threads: int = 1
+    url: str, script: Path, concurrency: int, gateway_pids: list[int], threads: int = 1, role: str = "gateway"
 ) -> dict[str, Any]:
     _wrk(url, script, concurrency, WARMUP_SECONDS, threads)
     # Looked up after the warm-up: a server process (re)started by the gateway before it counts too.
-    processes = {"gateway": gateway_pids, "mcp_servers": [child for pid in gateway_pids for child in _children(pid)]}
+    processes = {role: gateway_pids, "mcp_servers": [child for pid in gateway_pids for child in _children(pid)]}
     before = _cpu_of(processes)
     out, load_cpu = _wrk(url, script, concurrency, SECONDS, threads)
     after = _cpu_of(processes)
@@ -221,21 +226,21 @@ def _gateway_level(
 
 
 @contextlib.contextmanager
-def _gateway_process(workdir: Path) -> Iterator[Gateway]:
-    """The gateway in its own process: (base URL, task token, pid)."""
-    gateway = subprocess.Popen(
-        [sys.executable, "-m", "tests.bench.gateway_overhead", str(workdir)],
+def _http_process(module: str, workdir: Path) -> Iterator[Gateway]:
+    """`python -m <module> <workdir>` serving HTTP: (base URL, its task token or "" if it takes none, pid)."""
+    process = subprocess.Popen(
+        [sys.executable, "-m", module, str(workdir)],
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
         text=True,
     )
     try:
-        assert gateway.stdout is not None
-        base_url, token = gateway.stdout.readline().split()
-        yield base_url, token, gateway.pid
+        assert process.stdout is not None
+        base_url, *token = process.stdout.readline().split()
+        yield base_url, "".join(token), process.pid
     finally:
-        gateway.terminate()
-        gateway.wait(timeout=30)
+        process.terminate()
+        process.wait(timeout=30)
 
 
 def _median(runs: list[dict[str, Any]]) -> dict[str, Any]:
@@ -250,15 +255,15 @@ def _median(runs: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 async def _side_by_side(
-    workdir: Path, server: str, command: list[str], gateway: Gateway
+    workdir: Path, server: str, command: list[str], gateway: Gateway, floor: Gateway
 ) -> dict[str, dict[int, dict[str, Any]]]:
-    """Direct and through the gateway, level by level, alternating for ROUNDS rounds."""
+    """Direct, through the gateway and through the floor, level by level, alternating for ROUNDS rounds."""
     tool, arguments = _tools(workdir)[server]
-    base_url, _token, gateway_pid = gateway
-    script = _wrk_script(workdir, server, [gateway], arguments)
     path = f"/v1/tools/{server}/{tool}/call"
-    _open_session(gateway, path, arguments)
-    url = f"{base_url}{path}"
+    proxies = {"gateway": gateway, "floor": floor}
+    scripts = {side: _wrk_script(workdir, f"{server}-{side}", [proxy], arguments) for side, proxy in proxies.items()}
+    for proxy in proxies.values():
+        _open_session(proxy, path, arguments)
     params = StdioServerParameters(command=command[0], args=command[1:])
     async with Client(params, mode="legacy", cache=None) as client:
 
@@ -268,13 +273,16 @@ async def _side_by_side(
                 raise RuntimeError(f"{tool} failed: {result.content}")
 
         await call()
-        own_server = [child for child in _children(os.getpid()) if child != gateway_pid]
+        proxy_pids = {pid for _url, _token, pid in proxies.values()}
+        own_server = [child for child in _children(os.getpid()) if child not in proxy_pids]
         direct = {"client": [os.getpid()], "mcp_server": own_server}
-        rounds: dict[str, dict[int, list[dict[str, Any]]]] = {"direct": {}, "gateway": {}}
+        rounds: dict[str, dict[int, list[dict[str, Any]]]] = {"direct": {}, "gateway": {}, "floor": {}}
         for c in LEVELS:
             for _ in range(ROUNDS):
                 rounds["direct"].setdefault(c, []).append(await _direct_level(call, c, direct))
-                rounds["gateway"].setdefault(c, []).append(_gateway_level(url, script, c, [gateway_pid]))
+                for side, (base_url, _token, pid) in proxies.items():
+                    measured = _gateway_level(f"{base_url}{path}", scripts[side], c, [pid], role=side)
+                    rounds[side].setdefault(c, []).append(measured)
     return {side: {c: _median(runs) for c, runs in levels.items()} for side, levels in rounds.items()}
 
 
@@ -298,12 +306,20 @@ def _replicas(workdir: Path, server: str, gateways: list[Gateway]) -> dict[str, 
     return figures | {"scaling": round(figures[str(len(gateways))]["calls_per_s"] / figures["1"]["calls_per_s"], 3)}
 
 
-def _compare(direct: dict[int, dict[str, Any]], via: dict[int, dict[str, Any]]) -> dict[str, Any]:
+def _compare(
+    direct: dict[int, dict[str, Any]], via: dict[int, dict[str, Any]], floor: dict[int, dict[str, Any]]
+) -> dict[str, Any]:
     top = max(LEVELS)
     busy = via[top]["cpu_busy"]
+
+    def ratio(over: dict[int, dict[str, Any]], under: dict[int, dict[str, Any]]) -> dict[str, float]:
+        return {str(c): round(over[c]["calls_per_s"] / under[c]["calls_per_s"], 3) for c in LEVELS}
+
     return {
         "p50_overhead_ms": {str(c): round(via[c]["p50_ms"] - direct[c]["p50_ms"], 3) for c in LEVELS},
-        "throughput_ratio": {str(c): round(via[c]["calls_per_s"] / direct[c]["calls_per_s"], 3) for c in LEVELS},
+        "throughput_ratio": ratio(via, direct),
+        "floor_throughput_ratio": ratio(floor, direct),
+        "gateway_to_floor": ratio(via, floor),
         f"busiest_process_at_{top}": max(busy, key=lambda name: busy[name]),
     }
 
@@ -312,10 +328,15 @@ def run() -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="mcpexec-bench-") as tmp:
         workdir = Path(tmp)
         _prepare(workdir)
-        commands = _servers(workdir)
-        with _gateway_process(workdir) as gateway, _gateway_process(workdir) as replica:
+        commands = bench_servers(workdir)
+        with (
+            _http_process(__name__, workdir) as gateway,
+            _http_process(__name__, workdir) as replica,
+            _http_process(FLOOR_MODULE, workdir) as floor,
+        ):
             measured = {
-                server: asyncio.run(_side_by_side(workdir, server, commands[server], gateway)) for server in commands
+                server: asyncio.run(_side_by_side(workdir, server, commands[server], gateway, floor))
+                for server in commands
             }
             scaled = {server: _replicas(workdir, server, [gateway, replica]) for server in commands}
     top = max(LEVELS)
@@ -323,7 +344,8 @@ def run() -> dict[str, Any]:
         f"{server}/{tool}": {
             "direct": {str(c): measured[server]["direct"][c] for c in LEVELS},
             "gateway": {str(c): measured[server]["gateway"][c] for c in LEVELS},
-            **_compare(measured[server]["direct"], measured[server]["gateway"]),
+            "floor": {str(c): measured[server]["floor"][c] for c in LEVELS},
+            **_compare(measured[server]["direct"], measured[server]["gateway"], measured[server]["floor"]),
             f"gateway_processes_at_{top}": scaled[server],
             f"throughput_ratio_2_processes_at_{top}": round(
                 scaled[server]["2"]["calls_per_s"] / measured[server]["direct"][top]["calls_per_s"], 3
@@ -331,10 +353,10 @@ def run() -> dict[str, Any]:
         }
         for server, (tool, _arguments) in _tools(workdir).items()
     } | {
-        "note": f"each figure is the median of {ROUNDS} rounds, direct and gateway alternating; load client (wrk for "
-        "the gateway), gateway and MCP servers share the machine's CPUs; cpu_busy is CPU seconds per second "
-        f"(1.0 = one core); gateway_processes_at_{top}: the same load over 1 and 2 gateway processes (replicas), "
-        "each with its own server process",
+        "note": f"each figure is the median of {ROUNDS} rounds, direct, gateway and floor alternating; load client "
+        "(wrk for the gateway and the floor), gateway, floor and MCP servers share the machine's CPUs; cpu_busy is "
+        f"CPU seconds per second (1.0 = one core); gateway_processes_at_{top}: the same load over 1 and 2 gateway "
+        "processes (replicas), each with its own server process",
     }
 
 
@@ -342,7 +364,9 @@ def _serve(workdir: Path) -> None:
     """The gateway process: every bench server, one task allowed all of them; prints its URL and the token.
     Logs as in production (JSON, INFO: an audit record per call), to stderr, which the bench discards."""
     logs.configure()
-    servers = {name: MCPServerSpec(transport="stdio", command=command) for name, command in _servers(workdir).items()}
+    servers = {
+        name: MCPServerSpec(transport="stdio", command=command) for name, command in bench_servers(workdir).items()
+    }
     gateway = LocalGateway(servers, limits=Limits(requests_per_second=1_000_000))
     with GatewayThread(gateway, None) as gw:
         print(gw.base_url, gw.token(make_task("bench", list(servers))), flush=True)
