@@ -369,7 +369,8 @@ def _serve(workdir: Path) -> None:
     }
     gateway = LocalGateway(servers, limits=Limits(requests_per_second=1_000_000))
     with GatewayThread(gateway, None) as gw:
-        print(gw.base_url, gw.token(make_task("bench", list(servers))), flush=True)
+        # The task lives as long as the bench (over 10 minutes, the test default): an expired token would get 401s.
+        print(gw.base_url, gw.token(make_task("bench", list(servers)), ttl_seconds=6 * 3600), flush=True)
         signal.sigwait({signal.SIGTERM})
 
 
