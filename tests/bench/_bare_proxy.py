@@ -1,7 +1,7 @@
 """The floor under the gateway: the thinnest HTTP-to-MCP proxy on the gateway's own stack, for gateway_overhead.
 
 Same HTTP server (uvicorn, httptools, loopback TCP), same MCP client (`mcp.Client` over the gateway's
-`bounded_stdio`), same route and answer shape, and nothing else: no token, rate limit, policy, schema check,
+`bounded_stdio`), same route, and nothing else: no token, rate limit, policy, schema check,
 PII scan, audit, metrics or FastAPI. What a call costs here is what any Python gateway on these packages pays
 for the hop; what the gateway costs beyond it is its own work.
 

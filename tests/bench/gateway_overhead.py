@@ -50,13 +50,13 @@ from mcpexec.agenttask import MCPServerSpec
 from tests.gateway.conftest import GatewayThread, make_task
 from tests.support.components import reference_server_commands
 
-Gateway = tuple[str, str, int]  # a gateway process: base URL, the bench task's token, pid
+Gateway = tuple[str, str, int]  # a gateway (or floor) process: base URL, the bench task's token, pid
 
 LEVELS = (1, 16, 64)
 SECONDS = 4  # wrk takes whole seconds
 WARMUP_SECONDS = 1
 FLOOR_MODULE = "tests.bench._bare_proxy"
-ROUNDS = 3  # direct and gateway alternate, so a slow spell of a shared VM hits both; figures are medians
+ROUNDS = 3  # the sides alternate, so a slow spell of a shared VM hits both; figures are medians
 
 
 def _tools(workdir: Path) -> dict[str, tuple[str, dict[str, Any]]]:
