@@ -32,6 +32,21 @@ CATALOG_OWNER = "gateway-catalog"
 _CONNECTION_LOST = (anyio.ClosedResourceError, anyio.BrokenResourceError, anyio.EndOfStream, ConnectionError)
 
 
+def mcp_client(spec: MCPServerSpec, max_message_bytes: int, headers: dict[str, str]) -> Client:
+    """The gateway's client for one server (not yet entered), every answer bounded by `max_message_bytes`;
+    `headers` go with every request to an HTTP server."""
+    if spec.transport == "stdio":
+        assert spec.command
+        params = StdioServerParameters(command=spec.command[0], args=spec.command[1:], env=spec.env)
+        return Client(bounded_stdio(params, max_message_bytes), mode="legacy", cache=None)
+    assert spec.url
+    http = create_mcp_http_client(headers=headers)
+    bound_json_answers(http, max_message_bytes)
+    # The SDK's default limit on one event is 1 MiB: larger results would fail over HTTP and not over stdio.
+    transport = streamable_http_client(spec.url, http_client=http, max_sse_event_size=max_message_bytes)
+    return Client(transport, mode="legacy", cache=None)
+
+
 class MCPConnection:
     """One MCP session kept open by a background task; callers use it from any task."""
 
@@ -65,23 +80,11 @@ class MCPConnection:
     def start(self) -> None:
         self._runner = asyncio.create_task(self._run(), name=f"mcp:{self.owner}:{self.server}")
 
-    def _make_client(self) -> Client:
-        if self.spec.transport == "stdio":
-            assert self.spec.command
-            params = StdioServerParameters(command=self.spec.command[0], args=self.spec.command[1:], env=self.spec.env)
-            return Client(bounded_stdio(params, self._max_message_bytes), mode="legacy", cache=None)
-        assert self.spec.url
-        http = create_mcp_http_client(headers=self._headers)
-        bound_json_answers(http, self._max_message_bytes)
-        # The SDK's default limit on one event is 1 MiB: larger results would fail over HTTP and not over stdio.
-        transport = streamable_http_client(self.spec.url, http_client=http, max_sse_event_size=self._max_message_bytes)
-        return Client(transport, mode="legacy", cache=None)
-
     async def _run(self) -> None:
         delay, ceiling = self._backoff
         while not self._closing:
             try:
-                async with self._make_client() as client:
+                async with mcp_client(self.spec, self._max_message_bytes, self._headers) as client:
                     self._client = client
                     self.generation += 1
                     self.failing = False

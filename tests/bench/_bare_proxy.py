@@ -1,7 +1,7 @@
 """The floor under the gateway: the thinnest HTTP-to-MCP proxy on the gateway's own stack, for gateway_overhead.
 
-Same HTTP server (uvicorn, httptools, loopback TCP), same MCP client (`mcp.Client` over the gateway's
-`bounded_stdio`), same route, and nothing else: no token, rate limit, policy, schema check,
+Same HTTP server (uvicorn, httptools, loopback TCP), same MCP client (the gateway's own `mcp_client`: `mcp.Client`
+over `bounded_stdio`), same route, and nothing else: no token, rate limit, policy, schema check,
 PII scan, audit, metrics or FastAPI. What a call costs here is what any Python gateway on these packages pays
 for the hop; what the gateway costs beyond it is its own work.
 
@@ -17,16 +17,15 @@ import sys
 from pathlib import Path
 
 from mcp import Client
-from mcp.client.stdio import StdioServerParameters
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
 from gateway.server import BackgroundServer
+from gateway.sessions import mcp_client
 from gateway.settings import Limits
-from gateway.stdio_transport import bounded_stdio
-from tests.bench.gateway_overhead import bench_servers
+from tests.bench.gateway_overhead import bench_specs
 
 
 def bare_app(clients: dict[str, Client]) -> Starlette:
@@ -43,10 +42,9 @@ async def _serve(workdir: Path) -> None:
     asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, stop.set)
     async with contextlib.AsyncExitStack() as stack:
         clients = {}
-        for server, command in bench_servers(workdir).items():
-            params = StdioServerParameters(command=command[0], args=command[1:])
-            transport = bounded_stdio(params, Limits().max_result_bytes)
-            clients[server] = await stack.enter_async_context(Client(transport, mode="legacy", cache=None))
+        for server, spec in bench_specs(workdir).items():
+            client = mcp_client(spec, Limits().max_result_bytes, spec.headers)
+            clients[server] = await stack.enter_async_context(client)
         http = BackgroundServer(bare_app(clients))
         await http.start()
         print(f"http://127.0.0.1:{http.port}", flush=True)

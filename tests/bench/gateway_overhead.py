@@ -85,6 +85,11 @@ def bench_servers(workdir: Path) -> dict[str, list[str]]:
     return {name: commands[name] for name in _tools(workdir)}
 
 
+def bench_specs(workdir: Path) -> dict[str, MCPServerSpec]:
+    """The bench servers as the gateway (and the floor) run them."""
+    return {name: MCPServerSpec(transport="stdio", command=command) for name, command in bench_servers(workdir).items()}
+
+
 def _cpu_seconds(pid: int) -> float:
     """User + system CPU time of one process (all its threads) and its finished children (git under
     mcp-server-git), from /proc."""
@@ -364,9 +369,7 @@ def _serve(workdir: Path) -> None:
     """The gateway process: every bench server, one task allowed all of them; prints its URL and the token.
     Logs as in production (JSON, INFO: an audit record per call), to stderr, which the bench discards."""
     logs.configure()
-    servers = {
-        name: MCPServerSpec(transport="stdio", command=command) for name, command in bench_servers(workdir).items()
-    }
+    servers = bench_specs(workdir)
     gateway = LocalGateway(servers, limits=Limits(requests_per_second=1_000_000))
     with GatewayThread(gateway, None) as gw:
         # The task lives as long as the bench (over 10 minutes, the test default): an expired token would get 401s.
