@@ -23,6 +23,7 @@ from mcp.shared.exceptions import MCPError
 
 from gateway.errors import ResultTooLarge, ServerConnectionLost, ServerUnavailable, ToolTimeout, UpstreamError
 from gateway.http_answers import bound_json_answers, dropped_for_size
+from gateway.http_keepalive import reuse_connections
 from gateway.stdio_transport import bounded_stdio
 from mcpexec.agenttask import MCPServerSpec
 
@@ -42,6 +43,7 @@ def mcp_client(spec: MCPServerSpec, max_message_bytes: int, headers: dict[str, s
     assert spec.url
     http = create_mcp_http_client(headers=headers)
     bound_json_answers(http, max_message_bytes)
+    reuse_connections(http)
     # The SDK's default limit on one event is 1 MiB: larger results would fail over HTTP and not over stdio.
     transport = streamable_http_client(spec.url, http_client=http, max_sse_event_size=max_message_bytes)
     return Client(transport, mode="legacy", cache=None)

@@ -88,6 +88,20 @@ def redis_server() -> Iterator[str]:
 
 
 @contextmanager
+def everything_over_http(port: int) -> Iterator[None]:
+    """The reference server-everything over streamable HTTP (the TypeScript SDK's transport) on 127.0.0.1:port."""
+    command = [str(NPM_BIN / "mcp-server-everything"), "streamableHttp"]
+    env = {**os.environ, "PORT": str(port)}
+    proc = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        wait_for_port(port, proc, "server-everything")
+        yield
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+
+
+@contextmanager
 def demo_over_http(port: int, json_response: bool = False) -> Iterator[None]:
     """Our demo MCP server (mcpexec/demo_server.py) over streamable HTTP on 127.0.0.1:port; answers come as
     server-sent events, or with `json_response` as JSON bodies."""
