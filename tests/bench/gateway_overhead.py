@@ -47,6 +47,7 @@ from gateway import logs
 from gateway.local import LocalGateway
 from gateway.settings import Limits
 from mcpexec.agenttask import MCPServerSpec
+from tests.bench._process_cpu import cpu_seconds
 from tests.gateway.conftest import GatewayThread, make_task
 from tests.support.components import reference_server_commands
 
@@ -90,13 +91,6 @@ def bench_specs(workdir: Path) -> dict[str, MCPServerSpec]:
     return {name: MCPServerSpec(transport="stdio", command=command) for name, command in bench_servers(workdir).items()}
 
 
-def _cpu_seconds(pid: int) -> float:
-    """User + system CPU time of one process (all its threads) and its finished children (git under
-    mcp-server-git), from /proc."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return sum(int(f) for f in fields[11:15]) / os.sysconf("SC_CLK_TCK")
-
-
 def _children(pid: int) -> list[int]:
     """The processes `pid` started: the MCP servers (each started directly from its command). Their own children,
     such as git under mcp-server-git, count in their CPU once waited for, and are not listed: they come and go."""
@@ -112,7 +106,7 @@ def _children(pid: int) -> list[int]:
 
 
 def _cpu_of(processes: dict[str, list[int]]) -> dict[str, float]:
-    return {name: sum(_cpu_seconds(pid) for pid in pids) for name, pids in processes.items()}
+    return {name: sum(cpu_seconds(pid) for pid in pids) for name, pids in processes.items()}
 
 
 def _children_cpu() -> float:

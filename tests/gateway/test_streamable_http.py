@@ -8,7 +8,7 @@ from pathlib import Path
 
 from mcpexec.agenttask import MCPServerSpec
 from tests.gateway.conftest import make_task, serving
-from tests.support.components import demo_over_http, everything_over_http, free_port
+from tests.support.components import demo_over_http, everything_over_http, free_port, time_wait_sockets
 
 GET = {"arguments": {"customer_id": "C002"}}
 
@@ -35,17 +35,6 @@ def test_streamable_http_server_with_reconnect(workdir: Path) -> None:
             assert again.status_code == 200 and again.json()["structuredContent"]["email"] == "[EMAIL_1]"
 
 
-def _time_wait_sockets(port: int) -> int:
-    """Closed TCP connections to or from `port` still in TIME_WAIT (they stay there for a minute)."""
-    count = 0
-    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
-        for row in Path(table).read_text().splitlines()[1:]:
-            local, remote, state = row.split()[1:4]
-            if state == "06" and port in (int(local.rsplit(":", 1)[1], 16), int(remote.rsplit(":", 1)[1], 16)):
-                count += 1
-    return count
-
-
 def test_calls_to_an_http_server_share_one_connection(workdir: Path) -> None:
     """server-everything (the TypeScript SDK's transport) sends each answer as a sized event stream, which the SDK
     closes before its end: without the gateway's drain, every call opened a connection and left one in TIME_WAIT."""
@@ -60,6 +49,6 @@ def test_calls_to_an_http_server_share_one_connection(workdir: Path) -> None:
             return str(answer.json()["content"][0]["text"])
 
         assert echo("open the session") == "Echo: open the session"
-        closed_before = _time_wait_sockets(port)
+        closed_before = time_wait_sockets(port)
         assert [echo(f"call {i}") for i in range(30)] == [f"Echo: call {i}" for i in range(30)]
-        assert _time_wait_sockets(port) - closed_before <= 1
+        assert time_wait_sockets(port) - closed_before <= 1

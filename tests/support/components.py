@@ -53,6 +53,17 @@ def processes_with(entry: str, listing: str) -> set[int]:
     return found
 
 
+def time_wait_sockets(port: int) -> int:
+    """Closed TCP connections to or from `port` still in TIME_WAIT (they stay there for a minute)."""
+    count = 0
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        for row in Path(table).read_text().splitlines()[1:]:
+            local, remote, state = row.split()[1:4]
+            if state == "06" and port in (int(local.rsplit(":", 1)[1], 16), int(remote.rsplit(":", 1)[1], 16)):
+                count += 1
+    return count
+
+
 def wait_for_port(port: int, proc: subprocess.Popen[bytes], what: str, timeout: float = 30) -> None:
     """Until something accepts on 127.0.0.1:port; fails fast if `proc` dies first."""
     deadline = time.monotonic() + timeout
@@ -88,14 +99,14 @@ def redis_server() -> Iterator[str]:
 
 
 @contextmanager
-def everything_over_http(port: int) -> Iterator[None]:
+def everything_over_http(port: int) -> Iterator[subprocess.Popen[bytes]]:
     """The reference server-everything over streamable HTTP (the TypeScript SDK's transport) on 127.0.0.1:port."""
     command = [str(NPM_BIN / "mcp-server-everything"), "streamableHttp"]
     env = {**os.environ, "PORT": str(port)}
     proc = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         wait_for_port(port, proc, "server-everything")
-        yield
+        yield proc
     finally:
         proc.terminate()
         proc.wait(timeout=10)
