@@ -100,7 +100,7 @@ def redis_server() -> Iterator[str]:
 
 @contextmanager
 def everything_over_http(port: int) -> Iterator[subprocess.Popen[bytes]]:
-    """The reference server-everything over streamable HTTP (the TypeScript SDK's transport) on 127.0.0.1:port."""
+    """The reference server-everything over streamable HTTP (the TypeScript SDK's transport) on `port`."""
     command = [str(NPM_BIN / "mcp-server-everything"), "streamableHttp"]
     env = {**os.environ, "PORT": str(port)}
     proc = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
