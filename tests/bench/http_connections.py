@@ -4,9 +4,9 @@ same server (`gateway.sessions.mcp_client`, which keeps its connection: gateway/
 One real server-everything process (Node: the TypeScript SDK's transport, which sends each answer as a sized
 event stream) answers `echo`; each client holds one session to it and calls from N concurrent callers, at
 concurrency 1, 16 and 64, the clients alternating for three rounds (figures are medians). Per client: calls/s,
-p50, the CPU milliseconds per call of this process (the client) and of the server, and the connections closed
-TCP connections opened per call (the kernel's count of connections this machine opened, /proc/net/snmp
-ActiveOpens: the bench is all that runs). `speedup` is gateway client / SDK client calls/s.
+p50, the CPU milliseconds per call of this process (the client) and of the server, and the TCP connections opened
+per call (the kernel's count of connections this machine opened, /proc/net/snmp ActiveOpens: the bench is all
+that runs). `speedup` is gateway client / SDK client calls/s.
 """
 
 from __future__ import annotations

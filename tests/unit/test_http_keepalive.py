@@ -22,7 +22,8 @@ Answer = Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]
 
 
 class _Server:
-    """Answers every POST by `answer(writer)`; records its connections and which of them the client closed."""
+    """Answers every request by `answer(reader, writer)`; counts its connections and notes when the client closed
+    one."""
 
     def __init__(self, answer: Answer) -> None:
         self.answer = answer
