@@ -5,6 +5,7 @@ Everything here starts the real program installed by tests/setup/install.sh; not
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import socket
@@ -78,34 +79,13 @@ def wait_for_port(port: int, proc: subprocess.Popen[bytes], what: str, timeout: 
 
 
 @contextmanager
-def redis_server() -> Iterator[str]:
-    """A real redis-server on a free loopback port, no persistence; yields its URL."""
-    binary = shutil.which("redis-server")
-    if binary is None:
-        raise RuntimeError("redis-server is not installed: run `make install`")
-    port = free_port()
-    with tempfile.TemporaryDirectory(prefix="mcpexec-redis-") as tmp:
-        proc = subprocess.Popen(
-            [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", tmp],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.STDOUT,
-        )
-        try:
-            wait_for_port(port, proc, "redis-server", timeout=10)
-            yield f"redis://127.0.0.1:{port}/0"
-        finally:
-            proc.terminate()
-            proc.wait(timeout=10)
-
-
-@contextmanager
-def everything_over_http(port: int) -> Iterator[subprocess.Popen[bytes]]:
-    """The reference server-everything over streamable HTTP (the TypeScript SDK's transport) on `port`."""
-    command = [str(NPM_BIN / "mcp-server-everything"), "streamableHttp"]
-    env = {**os.environ, "PORT": str(port)}
+def listening(
+    command: list[str], port: int, what: str, env: dict[str, str] | None = None, timeout: float = 30
+) -> Iterator[subprocess.Popen[bytes]]:
+    """`command` run until the block ends, once it accepts on 127.0.0.1:port; its output discarded."""
     proc = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        wait_for_port(port, proc, "server-everything")
+        wait_for_port(port, proc, what, timeout)
         yield proc
     finally:
         proc.terminate()
@@ -113,17 +93,28 @@ def everything_over_http(port: int) -> Iterator[subprocess.Popen[bytes]]:
 
 
 @contextmanager
-def demo_over_http(port: int, json_response: bool = False) -> Iterator[None]:
+def redis_server() -> Iterator[str]:
+    """A real redis-server on a free loopback port, no persistence; yields its URL."""
+    binary = shutil.which("redis-server")
+    if binary is None:
+        raise RuntimeError("redis-server is not installed: run `make install`")
+    port = free_port()
+    with tempfile.TemporaryDirectory(prefix="mcpexec-redis-") as tmp:
+        command = [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", tmp]
+        with listening(command, port, "redis-server", timeout=10):
+            yield f"redis://127.0.0.1:{port}/0"
+
+
+def everything_over_http(port: int) -> contextlib.AbstractContextManager[subprocess.Popen[bytes]]:
+    """The reference server-everything over streamable HTTP (the TypeScript SDK's transport) on `port`."""
+    command = [str(NPM_BIN / "mcp-server-everything"), "streamableHttp"]
+    return listening(command, port, "server-everything", env={**os.environ, "PORT": str(port)})
+
+
+def demo_over_http(
+    port: int, json_response: bool = False
+) -> contextlib.AbstractContextManager[subprocess.Popen[bytes]]:
     """Our demo MCP server (mcpexec/demo_server.py) over streamable HTTP on 127.0.0.1:port; answers come as
     server-sent events, or with `json_response` as JSON bodies."""
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "mcpexec.demo_server", "--http", str(port), *(["--json-response"] * json_response)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    try:
-        wait_for_port(port, proc, "demo server")
-        yield
-    finally:
-        proc.terminate()
-        proc.wait(timeout=10)
+    command = [sys.executable, "-m", "mcpexec.demo_server", "--http", str(port), *(["--json-response"] * json_response)]
+    return listening(command, port, "demo server")
