@@ -2,7 +2,7 @@
 PY := .venv/bin/python
 export PATH := $(CURDIR)/.venv/bin:$(PATH)
 
-.PHONY: install install-local test test-unit test-local test-cluster test-chart images e2e lint bench demo clean
+.PHONY: install install-local test test-unit test-local test-cluster test-chart crds images e2e lint bench demo clean
 
 install:
 	@bash tests/setup/install.sh
@@ -27,6 +27,10 @@ test-cluster: install
 test-chart: install
 	$(PY) -m pytest -q tests/chart
 
+# The chart ships a copy of the CRDs (Helm installs a chart's crds/ folder); crds/ is the source.
+crds:
+	cp crds/*.yaml charts/mcpexec/crds/
+
 images: install-local
 	bash images/build-rootfs.sh
 
@@ -38,6 +42,7 @@ lint: install-local
 	$(PY) -m ruff check mcpexec controller gateway runtime images tests
 	$(PY) -m ruff format --check mcpexec controller gateway runtime images tests
 	$(PY) -m mypy mcpexec controller gateway runtime
+	.venv/bin/lint-imports
 
 bench: install
 	$(PY) -m tests.bench

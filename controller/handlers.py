@@ -20,9 +20,11 @@ from controller import manifests
 from controller import status as task_status
 from controller.kube import Cluster, api_client
 from controller.metrics import RECONCILE_ERRORS, RECONCILE_SECONDS, RECONCILES, STATUS_SYNCS, TASK_PHASES
-from controller.naming import MANAGED_LABELS, TASK_LABEL, child_name
+from controller.naming import child_name
 from controller.settings import OperatorSettings
-from mcpexec.agenttask import AGENTTASK_PLURAL, GROUP, VERSION, AgentTaskSpec, Phase
+from mcpexec.api.agenttask import AgentTaskSpec, Phase
+from mcpexec.api.conditions import condition, now
+from mcpexec.api.meta import AGENTTASK_PLURAL, GROUP, MANAGED_LABELS, TASK_LABEL, VERSION
 
 TASKS = (GROUP, VERSION, AGENTTASK_PLURAL)
 CHILD_LABELS: dict[str, Any] = {**MANAGED_LABELS, TASK_LABEL: kopf.PRESENT}
@@ -59,12 +61,12 @@ def _write(memo: kopf.Memo, namespace: str, name: str, observed: task_status.Sta
 def _refuse(memo: kopf.Memo, namespace: str, name: str, reason: str, message: str, final: bool) -> None:
     """Record why the task cannot run; a final refusal fails it, otherwise it waits for a retry."""
     phase = Phase.FAILED if final else Phase.PENDING
-    conditions = [task_status.condition("Accepted", False, reason, message)]
+    conditions = [condition("Accepted", False, reason, message)]
     if final:
-        conditions.append(task_status.condition("Finished", True, reason, message))
+        conditions.append(condition("Finished", True, reason, message))
     observed: task_status.Status = {"phase": phase.value, "conditions": conditions}
     if final:
-        observed["completionTime"] = task_status.now()
+        observed["completionTime"] = now()
     _write(memo, namespace, name, observed)
     if not final:
         raise kopf.TemporaryError(message, delay=PREREQUISITE_RETRY_SECONDS)
@@ -134,7 +136,7 @@ def reconcile(body: kopf.Body, name: str, namespace: str | None, uid: str, memo:
                 "mode": spec.mode,
                 "jobName": child_name(name),
                 "observedGeneration": body["metadata"].get("generation", 1),
-                "conditions": [task_status.condition("Accepted", True, "JobCreated", "sandboxed Job created")],
+                "conditions": [condition("Accepted", True, "JobCreated", "sandboxed Job created")],
             },
         )
         RECONCILES.labels(outcome="created").inc()

@@ -15,7 +15,8 @@ from kubernetes.client.exceptions import ApiException
 
 from controller import status as task_status
 from controller.manifests import Manifest
-from mcpexec.agenttask import AGENTTASK_PLURAL, GROUP, VERSION, Phase
+from mcpexec.api.agenttask import Phase
+from mcpexec.api.meta import AGENTTASK_PLURAL, GROUP, VERSION
 
 log = logging.getLogger(__name__)
 

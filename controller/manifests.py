@@ -10,15 +10,13 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from controller.naming import SKILLS_OWNER_LABEL, child_name, task_labels
+from controller.naming import child_name, task_labels
 from controller.settings import OperatorSettings
-from mcpexec.agenttask import API_VERSION, SANDBOX_UID, AgentTaskSpec, SkillsSpec, runtime_task_config
+from mcpexec.api.agenttask import AgentTaskSpec, SkillsSpec, runtime_task_config
+from mcpexec.api.meta import API_VERSION, SKILLS_OWNER_LABEL
+from runtime import contract
 
 Manifest = dict[str, Any]
-
-TOKEN_DIR = "/var/run/secrets/mcpexec"
-TASK_DIR = "/etc/mcpexec"
-TERMINATION_LOG = "/dev/termination-log"
 
 
 @dataclass(frozen=True)
@@ -147,7 +145,7 @@ def _volumes(task: TaskRef, spec: AgentTaskSpec, settings: OperatorSettings) -> 
                         "serviceAccountToken": {
                             "audience": settings.gateway_audience,
                             "expirationSeconds": settings.token_expiration_seconds,
-                            "path": "token",
+                            "path": contract.TOKEN_NAME,
                         }
                     }
                 ]
@@ -160,8 +158,8 @@ def job(task: TaskRef, spec: AgentTaskSpec, settings: OperatorSettings) -> Manif
     """The sandboxed Job: one pod, no retries (tool calls may have side effects), a hard deadline."""
     security_context = {
         "runAsNonRoot": True,
-        "runAsUser": SANDBOX_UID,
-        "runAsGroup": SANDBOX_UID,
+        "runAsUser": contract.SANDBOX_UID,
+        "runAsGroup": contract.SANDBOX_UID,
         "allowPrivilegeEscalation": False,
         "readOnlyRootFilesystem": True,
         "privileged": False,
@@ -169,31 +167,28 @@ def job(task: TaskRef, spec: AgentTaskSpec, settings: OperatorSettings) -> Manif
         "seccompProfile": {"type": "RuntimeDefault"},
     }
     skills_read_only = spec.skills is not None and spec.skills.read_only
+    environment = contract.sandbox_environment(
+        gateway_url=settings.gateway_url,
+        result_file=contract.TERMINATION_LOG,
+        tmpdir=contract.CLUSTER_TMP,
+        token_file=contract.TOKEN_FILE,
+    )
     container = {
         "name": "runtime",
         "image": settings.runtime_image,
         "imagePullPolicy": settings.image_pull_policy,
         "command": ["python3", "-m", "runtime"],
-        "env": [
-            {"name": "MCPEXEC_GATEWAY_URL", "value": settings.gateway_url},
-            {"name": "MCPEXEC_TOKEN_FILE", "value": f"{TOKEN_DIR}/token"},
-            {"name": "MCPEXEC_TASK_FILE", "value": f"{TASK_DIR}/task.json"},
-            {"name": "MCPEXEC_RESULT_FILE", "value": TERMINATION_LOG},
-            {"name": "MCPEXEC_WORKSPACE", "value": "/workspace"},
-            {"name": "MCPEXEC_SKILLS", "value": "/skills"},
-            {"name": "HOME", "value": "/workspace"},
-            {"name": "TMPDIR", "value": "/tmp"},
-        ],
+        "env": [{"name": name, "value": value} for name, value in environment.items()],
         "resources": _resources(spec),
         "securityContext": security_context,
-        "terminationMessagePath": TERMINATION_LOG,
+        "terminationMessagePath": contract.TERMINATION_LOG,
         "terminationMessagePolicy": "File",
         "volumeMounts": [
-            {"name": "workspace", "mountPath": "/workspace"},
-            {"name": "tmp", "mountPath": "/tmp"},
-            {"name": "skills", "mountPath": "/skills", "readOnly": skills_read_only},
-            {"name": "task", "mountPath": TASK_DIR, "readOnly": True},
-            {"name": "gateway-token", "mountPath": TOKEN_DIR, "readOnly": True},
+            {"name": "workspace", "mountPath": contract.WORKSPACE},
+            {"name": "tmp", "mountPath": contract.CLUSTER_TMP},
+            {"name": "skills", "mountPath": contract.SKILLS, "readOnly": skills_read_only},
+            {"name": "task", "mountPath": contract.TASK_DIR, "readOnly": True},
+            {"name": "gateway-token", "mountPath": contract.TOKEN_DIR, "readOnly": True},
         ],
     }
     labels = task_labels(task.name)
@@ -214,9 +209,9 @@ def job(task: TaskRef, spec: AgentTaskSpec, settings: OperatorSettings) -> Manif
                     "restartPolicy": "Never",
                     "securityContext": {
                         "runAsNonRoot": True,
-                        "runAsUser": SANDBOX_UID,
-                        "runAsGroup": SANDBOX_UID,
-                        "fsGroup": SANDBOX_UID,
+                        "runAsUser": contract.SANDBOX_UID,
+                        "runAsGroup": contract.SANDBOX_UID,
+                        "fsGroup": contract.SANDBOX_UID,
                         "seccompProfile": {"type": "RuntimeDefault"},
                     },
                     "imagePullSecrets": [{"name": name} for name in settings.image_pull_secrets],

@@ -8,7 +8,7 @@ from prometheus_client import Counter, Histogram
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import REGISTRY, Collector
 
-from mcpexec.agenttask import Phase
+from mcpexec.api.agenttask import Phase
 
 RECONCILES = Counter("mcpexec_operator_reconciles_total", "AgentTask reconciles, by outcome.", ["outcome"])
 RECONCILE_ERRORS = Counter(

@@ -6,13 +6,7 @@ ones, so every name derives from the task's name alone.
 
 from __future__ import annotations
 
-MANAGED_BY = "mcpexec"
-TASK_LABEL = "mcpexec.dev/task"
-SKILLS_OWNER_LABEL = "mcpexec.dev/skills-owner"
-COMPONENT_LABEL = "app.kubernetes.io/component"
-
-# Only objects with this label are watched by the operator's Job and Pod handlers.
-MANAGED_LABELS = {"app.kubernetes.io/managed-by": MANAGED_BY}
+from mcpexec.api.meta import MANAGED_LABELS, TASK_LABEL
 
 
 def child_name(task_name: str) -> str:

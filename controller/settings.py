@@ -7,6 +7,8 @@ from typing import Annotated, Any
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from mcpexec.api.meta import GATEWAY_AUDIENCE
+
 KUBE_DNS = {
     "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "kube-system"}},
     "podSelector": {"matchLabels": {"k8s-app": "kube-dns"}},
@@ -39,7 +41,7 @@ class OperatorSettings(BaseSettings):
     gateway_namespace: str = "mcpexec-system"
     gateway_pod_labels: dict[str, str] = Field(default_factory=lambda: {"app.kubernetes.io/name": "mcpexec-gateway"})
     gateway_port: int = 8000
-    gateway_audience: str = "mcpexec-gateway"
+    gateway_audience: str = GATEWAY_AUDIENCE
     # Cluster DNS for the tasks' NetworkPolicy (OpenShift, NodeLocal DNSCache... differ from kube-dns).
     dns_peers: list[PolicyPeer] = Field(default_factory=lambda: [PolicyPeer.model_validate(KUBE_DNS)], min_length=1)
     token_expiration_seconds: int = Field(default=3600, ge=600)

@@ -7,23 +7,18 @@ events can never undo a result.
 from __future__ import annotations
 
 import json
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 from pydantic import BaseModel, Field, ValidationError
 
-from mcpexec.agenttask import Phase
+from mcpexec.api.agenttask import Phase
+from mcpexec.api.conditions import condition, merge_conditions, now
+from mcpexec.api.usage import Usage
+from runtime.contract import RESULT_LIMIT
 
 Status = dict[str, Any]
-RESULT_LIMIT = 4096
 _ORDER = {Phase.PENDING: 0, Phase.RUNNING: 1, Phase.SUCCEEDED: 2, Phase.FAILED: 2, Phase.TIMED_OUT: 2}
-
-
-class Usage(BaseModel):
-    llm_turns: int = Field(default=0, ge=0, alias="llmTurns")
-    tokens_in: int = Field(default=0, ge=0, alias="tokensIn")
-    tokens_out: int = Field(default=0, ge=0, alias="tokensOut")
-    tool_calls: int = Field(default=0, ge=0, alias="toolCalls")
 
 
 class RuntimeResult(BaseModel):
@@ -33,14 +28,6 @@ class RuntimeResult(BaseModel):
     result: str = ""
     error: str | None = None
     usage: Usage = Field(default_factory=Usage)
-
-
-def now() -> str:
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def condition(type_: str, status: bool, reason: str, message: str = "") -> dict[str, str]:
-    return {"type": type_, "status": "True" if status else "False", "reason": reason, "message": message}
 
 
 def _parse_time(value: str) -> datetime:
@@ -118,20 +105,6 @@ def observe(job: dict[str, Any], pods: list[dict[str, Any]]) -> Status:
     if status.get("startTime") and status.get("completionTime"):
         status["duration"] = duration(status["startTime"], status["completionTime"])
     return status
-
-
-def merge_conditions(current: list[dict[str, Any]], updates: list[dict[str, str]]) -> list[dict[str, Any]]:
-    """Replace conditions by type; keep lastTransitionTime when the status did not change."""
-    merged = {c["type"]: dict(c) for c in current}
-    stamp = now()
-    for update in updates:
-        old = merged.get(update["type"])
-        changed = old is None or old.get("status") != update["status"]
-        merged[update["type"]] = {
-            **update,
-            "lastTransitionTime": stamp if changed or old is None else old.get("lastTransitionTime", stamp),
-        }
-    return list(merged.values())
 
 
 def merge(current: Status, observed: Status) -> Status:

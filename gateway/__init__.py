@@ -1,4 +1,17 @@
 """The mcpexec gateway: the only door from a sandbox to MCP tools and models.
 
-`gateway.local.LocalGateway` runs it in-process for `mcpexec run`; `python -m gateway` runs it as a server.
+`python -m gateway` serves it in a cluster (gateway/cluster/serve.py); `gateway.local.in_process.LocalGateway`
+runs it in-process for `mcpexec run`. The package map, from the entry points down (make lint checks that a
+module only imports from its own layer or below, see .importlinter):
+
+- `cluster/`   cluster mode: TokenReview auth, MCPServer resources and their status, serve()
+- `local/`     local mode: the in-process gateway on a Unix socket and its per-task tokens
+- `web/`       the v1 HTTP API (docs/contracts.md): app, bearer auth, lean tool-call route, body limit, serving
+- `core`       one gateway instance wired together; the HTTP app and LocalGateway are thin shells over it
+- `tools/`     tools as a task sees them: catalog (progressive disclosure), calls, policy, wrapper source
+- `llm/`       the LLM proxy: OpenAI chat completions in, OpenAI or Anthropic upstream, streamed answers out
+- `sessions/`  connections to MCP servers: pool, bounded stdio transport, HTTP answer limits, keep-alive
+- `pii/`       detection, tokenization and the vault
+- `ratelimit`, `usage`, `telemetry/` (metrics, audit, logs), `settings`
+- `context` (the authenticated caller), `errors` (the error contract)
 """

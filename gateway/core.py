@@ -8,19 +8,19 @@ import logging
 import time
 from collections.abc import Callable
 
-from gateway.calls import ToolCaller
-from gateway.catalog import Catalog, ServerKey, local_server_key
-from gateway.llm import LLMProxy
-from gateway.metrics import GatewayMetrics
+from gateway.context import Authenticator, TaskContext
+from gateway.llm.proxy import LLMProxy
 from gateway.pii.detectors import Detector
 from gateway.pii.tokenizer import PiiTokenizer
 from gateway.pii.vault import Vault
 from gateway.ratelimit import MemoryRateLimits, TaskRateLimits
-from gateway.sessions import SessionPool
+from gateway.sessions.pool import SessionPool
 from gateway.settings import Limits, LLMUpstream
-from gateway.tasks import Authenticator, TaskContext
+from gateway.telemetry.metrics import GatewayMetrics
+from gateway.tools.calls import ToolCaller
+from gateway.tools.catalog import Catalog, ServerKey, local_server_key
 from gateway.usage import UsageMeter
-from mcpexec.agenttask import MCPServerSpec
+from mcpexec.api.mcpserver import MCPServerSpec
 
 log = logging.getLogger("mcpexec.gateway")
 

@@ -2,16 +2,12 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Annotated, Literal
 
-import yaml
 from pydantic import AliasChoices, BaseModel, Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from mcpexec.agenttask import MCPServerSpec
-
-AUDIENCE = "mcpexec-gateway"
+from mcpexec.api.meta import GATEWAY_AUDIENCE
 
 
 class LLMUpstream(BaseModel):
@@ -68,11 +64,12 @@ class LLMSettings(BaseSettings):
 class GatewaySettings(LLMSettings):
     """`python -m gateway` reads these from the environment (names as the Helm chart sets them)."""
 
-    mode: Literal["cluster"] = Field(default="cluster", validation_alias=AliasChoices("MCPEXEC_GATEWAY_MODE", "mode"))
     host: str = Field(default="0.0.0.0", validation_alias=AliasChoices("MCPEXEC_GATEWAY_HOST", "host"))
     port: int = Field(default=8000, validation_alias=AliasChoices("MCPEXEC_GATEWAY_PORT", "port"))
     redis_url: str = Field(validation_alias=AliasChoices("REDIS_URL", "redis_url"))
-    audience: str = Field(default=AUDIENCE, validation_alias=AliasChoices("MCPEXEC_GATEWAY_AUDIENCE", "audience"))
+    audience: str = Field(
+        default=GATEWAY_AUDIENCE, validation_alias=AliasChoices("MCPEXEC_GATEWAY_AUDIENCE", "audience")
+    )
     servers_refresh_seconds: float = Field(
         default=30.0,
         validation_alias=AliasChoices("MCPEXEC_GATEWAY_SERVERS_REFRESH_SECONDS", "servers_refresh_seconds"),
@@ -107,14 +104,3 @@ class GatewaySettings(LLMSettings):
             max_request_bytes=self.max_request_bytes,
             max_result_bytes=self.max_result_bytes,
         )
-
-
-class ServersFile(BaseModel):
-    """The local-mode servers file: `servers: {name: MCPServerSpec}`."""
-
-    servers: dict[Annotated[str, Field(pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")], MCPServerSpec]
-
-
-def load_servers_file(path: Path) -> dict[str, MCPServerSpec]:
-    """Read and validate a local-mode servers file (docs/contracts.md)."""
-    return ServersFile.model_validate(yaml.safe_load(path.read_text())).servers

@@ -2,18 +2,7 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field
-
-
-class Usage(BaseModel):
-    """Same keys as the result's `usage` (docs/contracts.md)."""
-
-    model_config = ConfigDict(populate_by_name=True)
-
-    llm_turns: int = Field(default=0, alias="llmTurns")
-    tokens_in: int = Field(default=0, alias="tokensIn")
-    tokens_out: int = Field(default=0, alias="tokensOut")
-    tool_calls: int = Field(default=0, alias="toolCalls")
+from mcpexec.api.usage import Usage
 
 
 class UsageMeter:

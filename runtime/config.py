@@ -8,6 +8,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from runtime import contract
+
 
 @dataclass(frozen=True)
 class Environment:
@@ -21,15 +23,15 @@ class Environment:
 
     @classmethod
     def from_env(cls) -> Environment:
-        token_file = os.environ.get("MCPEXEC_TOKEN_FILE")
+        token_file = os.environ.get(contract.TOKEN_FILE_ENV)
         return cls(
-            gateway_url=os.environ.get("MCPEXEC_GATEWAY_URL", "unix:///run/mcpexec/gateway.sock"),
+            gateway_url=os.environ.get(contract.GATEWAY_URL_ENV, contract.local_gateway_url()),
             token_file=Path(token_file) if token_file else None,
-            token=os.environ.get("MCPEXEC_TOKEN"),
-            task_file=Path(os.environ.get("MCPEXEC_TASK_FILE", "/etc/mcpexec/task.json")),
-            result_file=Path(os.environ.get("MCPEXEC_RESULT_FILE", "/dev/termination-log")),
-            workspace=Path(os.environ.get("MCPEXEC_WORKSPACE", "/workspace")),
-            skills=Path(os.environ.get("MCPEXEC_SKILLS", "/skills")),
+            token=os.environ.get(contract.TOKEN_ENV),
+            task_file=Path(os.environ.get(contract.TASK_FILE_ENV, contract.TASK_FILE)),
+            result_file=Path(os.environ.get(contract.RESULT_FILE_ENV, contract.TERMINATION_LOG)),
+            workspace=Path(os.environ.get(contract.WORKSPACE_ENV, contract.WORKSPACE)),
+            skills=Path(os.environ.get(contract.SKILLS_ENV, contract.SKILLS)),
         )
 
     def bearer(self) -> str:
@@ -38,7 +40,7 @@ class Environment:
             return self.token_file.read_text().strip()
         if self.token:
             return self.token
-        raise RuntimeError("no gateway credential: set MCPEXEC_TOKEN_FILE or MCPEXEC_TOKEN")
+        raise RuntimeError(f"no gateway credential: set {contract.TOKEN_FILE_ENV} or {contract.TOKEN_ENV}")
 
     def task(self) -> dict[str, Any]:
         loaded: dict[str, Any] = json.loads(self.task_file.read_text())

@@ -6,9 +6,8 @@ import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from runtime.contract import RESULT_LIMIT
 from runtime.output import truncate
-
-TERMINATION_MESSAGE_LIMIT = 4096
 
 
 @dataclass
@@ -33,7 +32,7 @@ class Result:
             del body["error"]
         for budget in (3000, 1500, 600, 200, 0):
             text = json.dumps(body, ensure_ascii=False)
-            if len(text.encode()) <= TERMINATION_MESSAGE_LIMIT:
+            if len(text.encode()) <= RESULT_LIMIT:
                 return text
             body["result"] = truncate(self.result, budget)
             if "error" in body:

@@ -2,17 +2,11 @@
 
 from __future__ import annotations
 
-import re
 import sys
 from pathlib import Path
 
 from runtime.client import gateway, list_servers
-
-
-def python_name(name: str) -> str:
-    """The identifier rule of docs/contracts.md: non-[A-Za-z0-9_] -> `_`, leading digit prefixed."""
-    ident = re.sub(r"[^A-Za-z0-9_]", "_", name)
-    return f"_{ident}" if ident[:1].isdigit() else ident
+from runtime.contract import python_identifier
 
 
 def install(workspace: Path) -> list[str]:
@@ -24,7 +18,7 @@ def install(workspace: Path) -> list[str]:
     names = []
     for server in list_servers():
         module = gateway().request("GET", f"/v1/servers/{server['name']}/wrappers")["module"]
-        folder = package / python_name(server["name"])
+        folder = package / python_identifier(server["name"])
         folder.mkdir(exist_ok=True)
         (folder / "__init__.py").write_text(module)
         names.append(server["name"])

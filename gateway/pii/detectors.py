@@ -22,7 +22,7 @@ from phonenumbers.phonenumberutil import _PLUS_CHARS, _VALID_PUNCTUATION
 from stdnum import iban, luhn
 from stdnum.us import ssn
 
-from mcpexec.agenttask import CustomPattern, PiiEntity
+from mcpexec.api.agenttask import CustomPattern, PiiEntity
 
 
 @dataclass(frozen=True, order=True)

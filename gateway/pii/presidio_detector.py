@@ -14,10 +14,10 @@ from collections.abc import Callable
 from functools import cache
 from typing import TYPE_CHECKING
 
+from gateway.context import TaskContext
 from gateway.errors import PiiDetectorUnavailable
 from gateway.pii.detectors import Detection, Detector
-from gateway.tasks import TaskContext
-from mcpexec.agenttask import PiiEntity
+from mcpexec.api.agenttask import PiiEntity
 
 if TYPE_CHECKING:
     from presidio_analyzer import AnalyzerEngine

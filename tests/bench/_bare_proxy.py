@@ -22,9 +22,9 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from gateway.server import BackgroundServer
-from gateway.sessions import mcp_client
+from gateway.sessions.pool import mcp_client
 from gateway.settings import Limits
+from gateway.web.serving import BackgroundServer
 from tests.bench.gateway_overhead import bench_specs
 
 

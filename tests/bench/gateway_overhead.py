@@ -43,10 +43,10 @@ from typing import Any
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
-from gateway import logs
-from gateway.local import LocalGateway
+from gateway.local.in_process import LocalGateway
 from gateway.settings import Limits
-from mcpexec.agenttask import MCPServerSpec
+from gateway.telemetry import logs
+from mcpexec.api.mcpserver import MCPServerSpec
 from tests.bench._process_cpu import cpu_seconds
 from tests.gateway.conftest import GatewayThread, make_task
 from tests.support.components import reference_server_commands

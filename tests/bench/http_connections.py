@@ -21,8 +21,8 @@ from typing import Any
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
-from gateway.sessions import mcp_client
-from mcpexec.agenttask import MCPServerSpec
+from gateway.sessions.pool import mcp_client
+from mcpexec.api.mcpserver import MCPServerSpec
 from tests.bench._process_cpu import cpu_seconds
 from tests.support.components import everything_over_http, free_port
 

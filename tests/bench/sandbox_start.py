@@ -16,8 +16,8 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from mcpexec.sandbox.base import SandboxRun
-from mcpexec.sandbox.runsc import SANDBOX_PYTHON, oci_config
+from mcpexec.local.sandbox.base import SandboxRun
+from mcpexec.local.sandbox.runsc import SANDBOX_PYTHON, oci_config
 
 RUNS = 20
 PROGRAM = "print('ready', flush=True)"

@@ -26,10 +26,11 @@ from typing import Any
 
 import httpx
 
-from gateway.catalog import count_tokens
-from mcpexec.agenttask import MCPServerSpec, parse_agenttask
-from mcpexec.local_run import run_task
-from mcpexec.sandbox.runsc import RunscSandbox
+from gateway.tools.catalog import count_tokens
+from mcpexec.api.agenttask import parse_agenttask
+from mcpexec.api.mcpserver import MCPServerSpec
+from mcpexec.local.run import run_task
+from mcpexec.local.sandbox.runsc import RunscSandbox
 from runtime.agent import SYSTEM_PROMPT
 from tests.gateway.conftest import make_task, start_gateway
 from tests.support.components import reference_server_commands

@@ -12,7 +12,7 @@ import yaml
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
-from mcpexec.agenttask import AGENTTASK_PLURAL, GROUP, VERSION
+from mcpexec.api.meta import AGENTTASK_PLURAL, GROUP, VERSION
 from tests.support.components import REPO
 
 T = TypeVar("T")

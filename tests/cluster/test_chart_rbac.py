@@ -16,14 +16,14 @@ import yaml
 from kubernetes import client, config
 from kubernetes.client.exceptions import ApiException
 
-from gateway.catalog import Catalog, namespaced_server_key
-from gateway.cluster_auth import ClusterAuthenticator
-from gateway.cluster_servers import ClusterServers
-from gateway.kube import KubeDirectory
-from gateway.server_status import ServerStatusReporter
-from gateway.sessions import SessionPool
+from gateway.cluster.auth import ClusterAuthenticator
+from gateway.cluster.directory import KubeDirectory
+from gateway.cluster.server_status import ServerStatusReporter
+from gateway.cluster.servers import ClusterServers
+from gateway.sessions.pool import SessionPool
 from gateway.settings import Limits
-from mcpexec.agenttask import GROUP, MCPSERVER_PLURAL, VERSION
+from gateway.tools.catalog import Catalog, namespaced_server_key
+from mcpexec.api.meta import GROUP, MCPSERVER_PLURAL, VERSION
 from tests.cluster.kube import create_task, task_status, wait_for
 from tests.support.chart import render
 from tests.support.components import REPO, demo_over_http, free_port

@@ -9,7 +9,7 @@ import pytest
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
-from mcpexec.agenttask import API_VERSION, GROUP, MCPSERVER_PLURAL, VERSION
+from mcpexec.api.meta import API_VERSION, GROUP, MCPSERVER_PLURAL, VERSION
 from tests.cluster.kube import create_task
 from tests.support.control_plane import ControlPlane
 from tests.support.malformed import MALFORMED_TASKS, agenttask

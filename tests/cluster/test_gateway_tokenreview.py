@@ -13,9 +13,9 @@ import kopf.testing
 import pytest
 from kubernetes import client, config
 
-from gateway.cluster_auth import ClusterAuthenticator
+from gateway.cluster.auth import ClusterAuthenticator
+from gateway.cluster.directory import KubeDirectory
 from gateway.errors import Unauthenticated
-from gateway.kube import KubeDirectory
 from tests.cluster.kube import create_task, job_pod, play_kubelet, task_status, wait_for, wait_phase
 from tests.support.control_plane import ControlPlane
 from tests.support.malformed import agenttask

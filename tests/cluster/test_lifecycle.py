@@ -9,7 +9,7 @@ import kopf.testing
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
-from mcpexec.agenttask import AGENTTASK_PLURAL, GROUP, VERSION
+from mcpexec.api.meta import AGENTTASK_PLURAL, GROUP, VERSION
 from tests.cluster.kube import (
     create_namespace,
     create_task,

@@ -20,7 +20,7 @@ from kubernetes.client.exceptions import ApiException
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
-from mcpexec.agenttask import SANDBOX_UID
+from runtime.contract import SANDBOX_UID
 from tests.e2e.node import PROJECT_VERSION, Node, host_ip, kubectl_binary, project_image
 from tests.e2e.pods import pod, run_to_completion, wait_phase
 from tests.support.chart import CHART, HELM

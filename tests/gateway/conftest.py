@@ -18,9 +18,10 @@ from typing import Any, TypeVar
 import httpx
 import pytest
 
-from gateway.local import LocalGateway
+from gateway.local.in_process import LocalGateway
 from gateway.settings import Limits, LLMUpstream
-from mcpexec.agenttask import AgentTask, MCPServerSpec, parse_agenttask
+from mcpexec.api.agenttask import AgentTask, parse_agenttask
+from mcpexec.api.mcpserver import MCPServerSpec
 from tests.support.components import redis_server, reference_server_commands
 
 T = TypeVar("T")

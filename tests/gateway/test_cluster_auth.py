@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from gateway.cluster_auth import service_account_from_review, task_context, task_of_service_account
-from gateway.cluster_servers import servers_from_resources
+from gateway.cluster.auth import service_account_from_review, task_context, task_of_service_account
+from gateway.cluster.servers import servers_from_resources
 from gateway.errors import Unauthenticated
 
 AUD = "mcpexec-gateway"

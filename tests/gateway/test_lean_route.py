@@ -8,9 +8,9 @@ from typing import Any
 import pytest
 from fastapi import FastAPI
 
-from gateway.app import Caller
-from gateway.calls import CallRequest, CallResult
-from gateway.lean_route import LeanRoute
+from gateway.tools.calls import CallRequest, CallResult
+from gateway.web.app import Caller
+from gateway.web.lean_route import LeanRoute
 from tests.gateway.conftest import GatewayThread, make_task
 
 CALL = "/v1/tools/demo/get_customer/call"

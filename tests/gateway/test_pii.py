@@ -14,12 +14,12 @@ import pytest
 import redis
 from phonenumbers import PhoneMetadata
 
+from gateway.context import TaskContext
 from gateway.errors import VaultUnavailable
 from gateway.pii.detectors import MIN_PHONE_DIGITS, Detection, PatternDetector, resolve_overlaps
 from gateway.pii.tokenizer import ON_LOOP_MAX_CHARS, PiiTokenizer
 from gateway.pii.vault import MemoryVault, RedisVault
-from gateway.tasks import TaskContext
-from mcpexec.agenttask import BUILTIN_ENTITIES, CustomPattern, PiiEntity
+from mcpexec.api.agenttask import BUILTIN_ENTITIES, CustomPattern, PiiEntity
 from tests.gateway.conftest import GatewayThread, demo_spec, make_task, serving
 from tests.support.components import redis_server
 

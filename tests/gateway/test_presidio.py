@@ -10,7 +10,7 @@ import pytest
 
 from gateway.pii import presidio_detector
 from gateway.pii.presidio_detector import PresidioDetector
-from mcpexec.agenttask import PiiEntity
+from mcpexec.api.agenttask import PiiEntity
 from tests.gateway.conftest import demo_spec, make_task, serving
 
 NAMES_AND_PLACES = {"entities": ["EMAIL", "PHONE", "PERSON", "LOCATION"]}

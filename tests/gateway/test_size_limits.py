@@ -12,7 +12,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from gateway.settings import Limits
-from mcpexec.agenttask import MCPServerSpec
+from mcpexec.api.mcpserver import MCPServerSpec
 from tests.gateway.conftest import GatewayThread, make_task, serving, start_gateway
 from tests.support.components import demo_over_http, free_port, processes_with, reference_server_commands
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from mcpexec.agenttask import MCPServerSpec
+from mcpexec.api.mcpserver import MCPServerSpec
 from tests.gateway.conftest import make_task, serving
 from tests.support.components import demo_over_http, everything_over_http, free_port, time_wait_sockets
 

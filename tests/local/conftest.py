@@ -10,10 +10,11 @@ from typing import Any
 
 import pytest
 
-from mcpexec.agenttask import MCPServerSpec, parse_agenttask
-from mcpexec.cli import load_servers
-from mcpexec.local_run import LocalOutcome, run_task
-from mcpexec.sandbox.runsc import RunscSandbox
+from mcpexec.api.agenttask import parse_agenttask
+from mcpexec.api.mcpserver import MCPServerSpec
+from mcpexec.local.cli import load_servers
+from mcpexec.local.run import LocalOutcome, run_task
+from mcpexec.local.sandbox.runsc import RunscSandbox
 from tests.support.malformed import agenttask
 
 

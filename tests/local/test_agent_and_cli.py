@@ -17,9 +17,10 @@ import pytest
 import redis
 import yaml
 
-from mcpexec.agenttask import MCPServerSpec, parse_agenttask
-from mcpexec.local_run import run_task
-from mcpexec.sandbox.runsc import RunscSandbox
+from mcpexec.api.agenttask import parse_agenttask
+from mcpexec.api.mcpserver import MCPServerSpec
+from mcpexec.local.run import run_task
+from mcpexec.local.sandbox.runsc import RunscSandbox
 from tests.support.components import REPO, redis_server
 from tests.support.malformed import agenttask
 from tests.support.scripted_llm import ScriptedLLM
@@ -92,7 +93,7 @@ def test_cli_agent_with_an_anthropic_upstream_from_the_environment(tmp_path: Pat
 
 def _mcpexec(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "mcpexec.cli", *args],
+        [sys.executable, "-m", "mcpexec.local.cli", *args],
         cwd=REPO,
         capture_output=True,
         text=True,

@@ -9,7 +9,8 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from mcpexec.agenttask import SANDBOX_UID, MCPServerSpec
+from mcpexec.api.mcpserver import MCPServerSpec
+from runtime.contract import SANDBOX_UID
 from runtime.output import LOG_LIMIT_BYTES
 from tests.local.conftest import orphaned_sandboxes, run_code
 

@@ -18,10 +18,11 @@ from typing import Any
 
 import pytest
 
-from gateway.local import LocalGateway
+from gateway.local.in_process import LocalGateway
 from gateway.settings import LLMUpstream
-from mcpexec.agenttask import AgentTask, MCPServerSpec, parse_agenttask, runtime_task_config
-from mcpexec.sandbox.base import RUNTIME_PACKAGE
+from mcpexec.api.agenttask import AgentTask, parse_agenttask, runtime_task_config
+from mcpexec.api.mcpserver import MCPServerSpec
+from mcpexec.local.sandbox.base import RUNTIME_PACKAGE
 from tests.gateway.conftest import GatewayThread, demo_spec
 from tests.support.malformed import agenttask
 

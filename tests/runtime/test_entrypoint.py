@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from runtime.result import TERMINATION_MESSAGE_LIMIT
+from runtime.contract import RESULT_LIMIT
 from tests.runtime.conftest import RuntimeHarness
 
 USAGE_KEYS = {"llmTurns", "tokensIn", "tokensOut", "toolCalls"}
@@ -39,7 +39,7 @@ def test_big_output_is_bounded_in_the_result_and_kept_whole_in_the_log(harness: 
     run = harness.run(harness.task("big", code=code))
     assert run.exit_code == 0
     encoded = json.dumps(run.result, ensure_ascii=False).encode()
-    assert len(encoded) <= TERMINATION_MESSAGE_LIMIT
+    assert len(encoded) <= RESULT_LIMIT
     assert run.result["result"].startswith("line 00000\n") and run.result["result"].endswith("THE END\n")
     assert "truncated" in run.result["result"]
     lines = run.log.splitlines()

@@ -7,7 +7,7 @@ import sys
 import threading
 from pathlib import Path
 
-from mcpexec.agenttask import MCPServerSpec
+from mcpexec.api.mcpserver import MCPServerSpec
 from tests.runtime.conftest import RuntimeHarness, runtime_harness
 
 API_TOUR = """

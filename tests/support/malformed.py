@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from mcpexec.agenttask import API_VERSION
+from mcpexec.api.meta import API_VERSION
 
 
 def agenttask(name: str, **spec: Any) -> dict[str, Any]:

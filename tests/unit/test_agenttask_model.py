@@ -9,7 +9,8 @@ import pytest
 import yaml
 from pydantic import BaseModel, ValidationError
 
-from mcpexec.agenttask import AgentTask, AgentTaskSpec, MCPServerSpec, parse_agenttask
+from mcpexec.api.agenttask import AgentTask, AgentTaskSpec, parse_agenttask
+from mcpexec.api.mcpserver import MCPServerSpec
 from tests.support.components import REPO
 from tests.support.malformed import MALFORMED_TASKS, agenttask
 

@@ -7,7 +7,7 @@ from pydantic import ValidationError
 
 from controller.manifests import TaskRef, job, network_policy
 from controller.settings import KUBE_DNS, OperatorSettings
-from mcpexec.agenttask import AgentTaskSpec
+from mcpexec.api.agenttask import AgentTaskSpec
 
 TASK = TaskRef(namespace="team", name="t", uid="0000")
 

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import json
 
+from runtime.contract import RESULT_LIMIT
 from runtime.executor import Executor
 from runtime.output import BoundedBuffer, truncate
-from runtime.result import TERMINATION_MESSAGE_LIMIT, Result
+from runtime.result import Result
 
 
 def test_namespace_persists_across_snippets_with_top_level_await() -> None:
@@ -47,6 +48,6 @@ def test_truncate_is_identity_when_short() -> None:
 
 def test_result_always_fits_the_termination_message() -> None:
     encoded = Result(phase="Failed", result="r" * 50_000, error="e" * 50_000).encode()
-    assert len(encoded.encode()) <= TERMINATION_MESSAGE_LIMIT
+    assert len(encoded.encode()) <= RESULT_LIMIT
     decoded = json.loads(encoded)
     assert decoded["phase"] == "Failed" and "truncated" in decoded["result"]

@@ -15,7 +15,7 @@ import mcp_types as types
 import pytest
 from mcp.client.stdio import StdioServerParameters
 
-from gateway.stdio_transport import MESSAGE_TOO_LARGE, READ_SIZE, answered_id, bounded_stdio
+from gateway.sessions.stdio import MESSAGE_TOO_LARGE, READ_SIZE, answered_id, bounded_stdio
 
 LIMIT = 100_000
 

@@ -1,0 +1,1 @@
+"""Cluster mode: TokenReview auth, MCPServer resources and their status, `python -m gateway`."""

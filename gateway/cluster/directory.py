@@ -1,0 +1,71 @@
+"""The few Kubernetes API calls cluster mode makes, behind one class so tests can point it at any apiserver."""
+
+from __future__ import annotations
+
+import base64
+from typing import Any, cast
+
+from kubernetes import client, watch
+
+from mcpexec.api.meta import AGENTTASK_PLURAL, GROUP, MCPSERVER_PLURAL, VERSION
+
+
+class KubeDirectory:
+    """Blocking calls (run them in a thread); every answer is the plain JSON dict the apiserver sent."""
+
+    def __init__(self, api_client: client.ApiClient) -> None:
+        self._api = api_client
+        self._auth = client.AuthenticationV1Api(api_client)
+        self._core = client.CoreV1Api(api_client)
+        self._custom = client.CustomObjectsApi(api_client)
+
+    def _plain(self, obj: Any) -> dict[str, Any]:
+        return cast(dict[str, Any], self._api.sanitize_for_serialization(obj))
+
+    def review_token(self, token: str, audience: str) -> dict[str, Any]:
+        """TokenReview status: `authenticated`, `user`, `audiences`, `error`."""
+        review = client.V1TokenReview(spec=client.V1TokenReviewSpec(token=token, audiences=[audience]))
+        answer = self._plain(self._auth.create_token_review(review))
+        return cast(dict[str, Any], answer.get("status") or {})
+
+    def service_account(self, namespace: str, name: str) -> dict[str, Any]:
+        return self._plain(self._core.read_namespaced_service_account(name, namespace))
+
+    def agent_task(self, namespace: str, name: str) -> dict[str, Any]:
+        return cast(
+            dict[str, Any],
+            self._custom.get_namespaced_custom_object(GROUP, VERSION, namespace, AGENTTASK_PLURAL, name),
+        )
+
+    def mcp_servers(self) -> tuple[list[dict[str, Any]], str]:
+        """Every MCPServer, and the list's resourceVersion (where a watch for changes starts)."""
+        answer = cast(dict[str, Any], self._custom.list_cluster_custom_object(GROUP, VERSION, MCPSERVER_PLURAL))
+        return cast(list[dict[str, Any]], answer.get("items", [])), str(answer["metadata"]["resourceVersion"])
+
+    def wait_for_mcp_server_change(self, resource_version: str, timeout_seconds: int) -> bool:
+        """Block until an MCPServer is added, changed or deleted after `resource_version` (True), or until the
+        timeout (False). An expired resourceVersion (410) raises ApiException: the caller lists again."""
+        stream = watch.Watch()
+        try:
+            for _event in stream.stream(
+                self._custom.list_cluster_custom_object,
+                GROUP,
+                VERSION,
+                MCPSERVER_PLURAL,
+                resource_version=resource_version,
+                timeout_seconds=timeout_seconds,
+                allow_watch_bookmarks=False,
+            ):
+                return True
+            return False
+        finally:
+            stream.stop()
+
+    def patch_mcp_server_status(self, namespace: str, name: str, status: dict[str, Any]) -> None:
+        self._custom.patch_namespaced_custom_object_status(
+            GROUP, VERSION, namespace, MCPSERVER_PLURAL, name, {"status": status}
+        )
+
+    def secret_value(self, namespace: str, name: str, key: str) -> str:
+        secret = self._core.read_namespaced_secret(name, namespace)
+        return base64.b64decode((secret.data or {})[key]).decode()

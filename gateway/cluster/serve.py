@@ -1,0 +1,71 @@
+"""The cluster-mode gateway server behind `python -m gateway` (env: REDIS_URL, LLM_BASE_URL,
+LLM_API_KEY, LLM_MODEL; listens on MCPEXEC_GATEWAY_HOST:MCPEXEC_GATEWAY_PORT, default 0.0.0.0:8000)."""
+
+from __future__ import annotations
+
+import asyncio
+
+import uvicorn
+from kubernetes import client, config
+
+from gateway.cluster.auth import ClusterAuthenticator
+from gateway.cluster.directory import KubeDirectory
+from gateway.cluster.server_status import ServerStatusReporter
+from gateway.cluster.servers import ClusterServers
+from gateway.core import GatewayCore
+from gateway.pii import presidio_detector
+from gateway.pii.vault import RedisVault
+from gateway.ratelimit import SharedRateLimits
+from gateway.settings import GatewaySettings
+from gateway.telemetry import logs
+from gateway.tools.catalog import namespaced_server_key
+from gateway.web.app import create_app
+from gateway.web.serving import HTTP
+
+# How often each replica probes the MCPServers for their status (patched only when it changes).
+STATUS_EVERY_SECONDS = 15.0
+
+
+def _api_client() -> client.ApiClient:
+    try:
+        config.load_incluster_config()
+    except config.ConfigException:
+        config.load_kube_config()
+    return client.ApiClient()
+
+
+async def serve(settings: GatewaySettings) -> None:
+    if settings.pii_ner == "presidio" and (missing := presidio_detector.available()) is not None:
+        raise SystemExit(f"MCPEXEC_PII_NER=presidio, but {missing}")
+    directory = KubeDirectory(_api_client())
+    servers = ClusterServers(directory, settings.servers_refresh_seconds, frozenset(settings.stdio_server_namespaces))
+    await servers.refresh()
+    limits = settings.limits()
+    core = GatewayCore(
+        ClusterAuthenticator(directory, settings.audience),
+        servers.specs,
+        RedisVault(settings.redis_url),
+        settings.llm(),
+        limits,
+        server_headers=servers.headers,
+        server_key=namespaced_server_key,
+        rate_limits=SharedRateLimits(settings.redis_url, limits.requests_per_second),
+        extra_detector=presidio_detector.ner_for_tasks(settings.pii_ner == "presidio"),
+    )
+    refresher = asyncio.create_task(servers.refresh_forever(), name="mcpserver-refresh")
+    reporter = ServerStatusReporter(directory, servers, core.catalog)
+    status_reports = asyncio.create_task(reporter.report_forever(STATUS_EVERY_SECONDS), name="mcpserver-status")
+    await core.start()
+    try:
+        app = create_app(core)
+        config = uvicorn.Config(app, host=settings.host, port=settings.port, lifespan="off", http=HTTP)
+        await uvicorn.Server(config).serve()
+    finally:
+        refresher.cancel()
+        status_reports.cancel()
+        await core.close()
+
+
+def main() -> None:
+    logs.configure()
+    asyncio.run(serve(GatewaySettings()))

@@ -1,0 +1,1 @@
+"""Local mode: the gateway in-process for `mcpexec run`, with its own per-task tokens."""

@@ -1,0 +1,70 @@
+"""Local mode: the gateway in-process for `mcpexec run`, serving the sandbox on a Unix socket.
+
+Tasks are registered here (no apiserver): each gets an HS256 JWT whose lifetime is the task's.
+"""
+
+from __future__ import annotations
+
+from gateway.core import GatewayCore
+from gateway.local.auth import LocalTaskAuthority
+from gateway.pii import presidio_detector
+from gateway.pii.vault import MemoryVault, RedisVault, Vault
+from gateway.settings import Limits, LLMUpstream
+from gateway.web.app import create_app
+from gateway.web.serving import BackgroundServer
+from mcpexec.api.agenttask import AgentTask
+from mcpexec.api.mcpserver import MCPServerSpec
+
+
+class LocalGateway:
+    """`LocalGateway(servers, redis_url=None, llm=None, pii_ner=False)`; `await start(uds_path)`; `register_task`;
+    `await stop()`. `pii_ner`: PERSON/LOCATION detection with Presidio (needs mcpexec[presidio])."""
+
+    def __init__(
+        self,
+        servers: dict[str, MCPServerSpec],
+        redis_url: str | None = None,
+        llm: LLMUpstream | None = None,
+        limits: Limits | None = None,
+        pii_ner: bool = False,
+    ) -> None:
+        self._servers = dict(servers)
+        self._authority = LocalTaskAuthority()
+        vault: Vault = RedisVault(redis_url) if redis_url else MemoryVault()
+        detector = presidio_detector.ner_for_tasks(pii_ner)
+        self.core = GatewayCore(self._authority, lambda: self._servers, vault, llm, limits, extra_detector=detector)
+        self.app = create_app(self.core)
+        self._http: BackgroundServer | None = None
+
+    async def start(self, uds_path: str) -> None:
+        """Connect to the MCP servers (in the background) and serve the API on `uds_path`."""
+        await self.core.start()
+        self._http = BackgroundServer(self.app, uds=uds_path)
+        await self._http.start()
+
+    async def start_tcp(self, host: str = "127.0.0.1", port: int = 0) -> int:
+        """Same on TCP (tests, benchmarks, schemathesis); returns the bound port."""
+        await self.core.start()
+        self._http = BackgroundServer(self.app, host=host, port=port)
+        await self._http.start()
+        return self._http.port
+
+    async def stop(self) -> None:
+        if self._http is not None:
+            await self._http.stop()
+        await self.core.close()
+
+    def register_task(self, task: AgentTask, ttl_seconds: int) -> str:
+        """Admit a task for `ttl_seconds`; returns its bearer token (claims: sub, uid, aud, iat, exp)."""
+        _context, token = self._authority.register(task, ttl_seconds)
+        return token
+
+    async def unregister_task(self, task_id: str) -> None:
+        """Refuse the task's token from now on and close its MCP sessions."""
+        context = self._authority.unregister(task_id)
+        if context is not None:
+            await self.core.forget(context.scope)
+
+    def usage(self, task_id: str) -> dict[str, int]:
+        """`{"llmTurns", "tokensIn", "tokensOut", "toolCalls"}` as in the result's usage (docs/contracts.md)."""
+        return self.core.usage.of(task_id).model_dump(by_alias=True)

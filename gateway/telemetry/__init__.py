@@ -1,0 +1,1 @@
+"""Metrics, the audit trail and the process's JSON logs."""

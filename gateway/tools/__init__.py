@@ -1,0 +1,1 @@
+"""Tools as a task sees them: the catalog (progressive disclosure), calls, policy, wrapper source."""

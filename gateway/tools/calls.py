@@ -1,0 +1,105 @@
+"""`call`: policy, de-tokenized and schema-checked arguments, the task's own MCP session, tokenized result."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import jsonschema
+from jsonschema.exceptions import SchemaError
+from pydantic import BaseModel, ConfigDict, Field
+
+from gateway.context import TaskContext
+from gateway.errors import GatewayError, InvalidArguments
+from gateway.pii.tokenizer import PiiTokenizer
+from gateway.sessions.pool import SessionPool
+from gateway.telemetry import audit
+from gateway.telemetry.metrics import GatewayMetrics
+from gateway.tools.catalog import Catalog
+from gateway.usage import UsageMeter
+
+
+class CallRequest(BaseModel):
+    arguments: dict[str, Any] = Field(default_factory=dict)
+
+
+class CallResult(BaseModel):
+    """The MCP CallToolResult, PII tokenized."""
+
+    model_config = ConfigDict(populate_by_name=True)
+
+    content: list[dict[str, Any]]
+    structured_content: dict[str, Any] | None = Field(default=None, alias="structuredContent")
+    is_error: bool = Field(alias="isError")
+
+
+def _schema_errors(validator: Any, arguments: dict[str, Any]) -> list[str]:
+    """Where and which rule failed, never the offending value (it may be a real, de-tokenized one)."""
+    problems = []
+    for error in sorted(validator.iter_errors(arguments), key=lambda e: list(e.absolute_path))[:5]:
+        rule = repr(error.validator_value)
+        problems.append(f"{error.json_path}: fails {error.validator!r} ({rule[:200]})")
+    return problems
+
+
+class ToolCaller:
+    def __init__(
+        self,
+        catalog: Catalog,
+        pool: SessionPool,
+        tokenizer: PiiTokenizer,
+        usage: UsageMeter,
+        metrics: GatewayMetrics,
+    ) -> None:
+        self._catalog = catalog
+        self._pool = pool
+        self._tokenizer = tokenizer
+        self._usage = usage
+        self._metrics = metrics
+        self._validators: dict[tuple[str, str], tuple[dict[str, Any], Any]] = {}
+        self.owners: dict[str, float] = {}  # task scope -> expiry, for closing sessions of finished tasks
+
+    def _validator(self, server: str, tool: str, schema: dict[str, Any]) -> Any:
+        cached = self._validators.get((server, tool))
+        if cached is None or cached[0] is not schema:
+            cls = jsonschema.validators.validator_for(schema)
+            try:
+                cls.check_schema(schema)
+            except SchemaError:
+                cls = jsonschema.Draft202012Validator  # a sloppy server schema: validate what we can
+            cached = (schema, cls(schema))
+            self._validators[(server, tool)] = cached
+        return cached[1]
+
+    async def call(self, ctx: TaskContext, server: str, tool: str, request: CallRequest) -> CallResult:
+        started = time.perf_counter()
+        outcome = "ok"
+        try:
+            result = await self._call(ctx, server, tool, request.arguments)
+            outcome = "tool_error" if result.is_error else "ok"
+            return result
+        except GatewayError as exc:
+            outcome = exc.code
+            exc.message = await self._tokenizer.tokenize(ctx, exc.message)
+            raise
+        finally:
+            elapsed = time.perf_counter() - started
+            self._metrics.tool_calls.labels(server, tool, outcome).inc()
+            self._metrics.tool_latency.labels(server).observe(elapsed)
+            audit.record(ctx, "call", f"{server}/{tool}", elapsed, outcome)
+
+    async def _call(self, ctx: TaskContext, server: str, tool: str, arguments: dict[str, Any]) -> CallResult:
+        definition = await self._catalog.tool(ctx, server, tool)
+        real = await self._tokenizer.detokenize(ctx, arguments)
+        problems = _schema_errors(self._validator(server, tool, definition.input_schema), real)
+        if problems:
+            raise InvalidArguments(f"arguments do not match {server}/{tool}'s inputSchema: " + "; ".join(problems))
+        self.owners[ctx.scope] = ctx.expires_at
+        connection = self._pool.connection(ctx.scope, self._catalog.server_key(ctx, server))
+        self._usage.of(ctx.task_id).tool_calls += 1
+        result = await connection.call_tool(tool, real, wait=0 if connection.failing else self._pool.connect_wait)
+        dumped = result.model_dump(by_alias=True, exclude_none=True, mode="json")
+        answer = {"content": dumped.get("content", []), "isError": bool(dumped.get("isError"))}
+        if "structuredContent" in dumped:
+            answer["structuredContent"] = dumped["structuredContent"]
+        return CallResult.model_validate(await self._tokenizer.tokenize(ctx, answer))

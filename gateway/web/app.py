@@ -1,0 +1,160 @@
+"""The FastAPI app: the v1 HTTP API of docs/contracts.md over a `GatewayCore`."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import Depends, FastAPI, Query, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse, PlainTextResponse, StreamingResponse
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+from pydantic import BaseModel
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from gateway.context import TaskContext
+from gateway.core import GatewayCore
+from gateway.errors import ErrorBody, ErrorResponse, GatewayError
+from gateway.llm import stream
+from gateway.llm.proxy import ChatCompletionRequest, ChatCompletionResponse
+from gateway.tools import wrapper_source
+from gateway.tools.calls import CallRequest, CallResult
+from gateway.tools.catalog import Detail, ServersAnswer, ToolFull, ToolsAnswer
+from gateway.web.auth import authorize
+from gateway.web.body_limit import BodyLimit
+from gateway.web.lean_route import LeanRoute
+
+_ERRORS: dict[int | str, dict[str, Any]] = {
+    status: {"model": ErrorResponse} for status in (401, 403, 404, 413, 422, 429, 502, 503, 504)
+}
+# The codes of the errors Starlette raises itself (no route, body over the limit); any other is `http_error`.
+_HTTP_ERROR_CODES = {404: "not_found", 413: "request_too_large"}
+_EVENT_STREAM_TYPE = "text/event-stream"
+# The 200 of a `stream: true` request, next to the JSON answer FastAPI documents from the response model.
+_EVENT_STREAM: dict[str, Any] = {
+    "description": "A chat completion; with `stream: true`, `data: {chat.completion.chunk}` events, then "
+    "`data: [DONE]`",
+    "content": {_EVENT_STREAM_TYPE: {"schema": {"type": "string"}}},
+}
+_bearer = HTTPBearer(
+    auto_error=False, description="Per-task token: a gateway JWT locally, a projected SA token in a cluster"
+)
+
+
+class WrapperModule(BaseModel):
+    server: str
+    module: str
+
+
+class Health(BaseModel):
+    status: str
+
+
+def _error(status: int, code: str, message: str, retry_after: int | None = None) -> JSONResponse:
+    body = ErrorResponse(error=ErrorBody(code=code, message=message))
+    headers = None if retry_after is None else {"Retry-After": str(retry_after)}
+    return JSONResponse(body.model_dump(), status_code=status, headers=headers)
+
+
+async def _caller(
+    request: Request, credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)]
+) -> TaskContext:
+    return await authorize(request, None if credentials is None else credentials.credentials)
+
+
+Caller = Annotated[TaskContext, Depends(_caller)]
+
+
+def create_app(core: GatewayCore) -> FastAPI:
+    app = FastAPI(
+        title="mcpexec gateway",
+        version="1",
+        description="The only door from an mcpexec sandbox to MCP tools and models.",
+        # FastAPI's native OpenTelemetry is off: it would record failed requests with their input values, and the
+        # gateway's observability (audit log, Prometheus) never carries payloads. It also costs a check per request.
+        telemetry={"tracing": False, "metrics": False, "logs": False, "operation_spans": False},
+    )
+    app.state.core = core
+    app.add_middleware(BodyLimit, max_bytes=core.limits.max_request_bytes)
+
+    @app.exception_handler(GatewayError)
+    async def _gateway_error(_request: Request, exc: GatewayError) -> JSONResponse:
+        core.metrics.errors.labels(exc.code).inc()
+        return _error(exc.status, exc.code, exc.message, exc.retry_after)
+
+    @app.exception_handler(RequestValidationError)
+    async def _invalid_request(_request: Request, exc: RequestValidationError) -> JSONResponse:
+        core.metrics.errors.labels("invalid_request").inc()
+        where = "; ".join(".".join(str(p) for p in e["loc"]) + ": " + e["msg"] for e in exc.errors()[:5])
+        return _error(422, "invalid_request", where)
+
+    @app.exception_handler(StarletteHTTPException)
+    async def _http_error(_request: Request, exc: StarletteHTTPException) -> JSONResponse:
+        code = _HTTP_ERROR_CODES.get(exc.status_code, "http_error")
+        core.metrics.errors.labels(code).inc()
+        return _error(exc.status_code, code, str(exc.detail))
+
+    @app.get("/v1/servers", responses=_ERRORS)
+    async def list_servers(ctx: Caller) -> ServersAnswer:
+        return await core.catalog.servers(ctx)
+
+    @app.get("/v1/tools", responses=_ERRORS, response_model_exclude_none=True, response_model_by_alias=True)
+    async def search_tools(
+        ctx: Caller,
+        query: Annotated[str, Query(max_length=500)] = "",
+        detail: Detail = "name",
+        server: str | None = None,
+    ) -> ToolsAnswer:
+        return await core.catalog.search(ctx, query, detail, server)
+
+    @app.get("/v1/tools/{server}/{tool}", responses=_ERRORS, response_model_exclude_none=True)
+    async def get_tool(ctx: Caller, server: str, tool: str) -> ToolFull:
+        return await core.catalog.tool_details(ctx, server, tool)
+
+    @app.get("/v1/servers/{server}/wrappers", responses=_ERRORS)
+    async def get_wrappers(ctx: Caller, server: str) -> WrapperModule:
+        tools = await core.catalog.allowed_tools(ctx, server)
+        return WrapperModule(server=server, module=wrapper_source.wrapper_module(server, tools))
+
+    async def call_tool(ctx: Caller, server: str, tool: str, request: CallRequest) -> CallResult:
+        return await core.caller.call(ctx, server, tool, request)
+
+    # The hot path: served by LeanRoute, documented by FastAPI like the others.
+    app.router.add_api_route(
+        "/v1/tools/{server}/{tool}/call",
+        call_tool,
+        methods=["POST"],
+        responses=_ERRORS,
+        response_model_exclude_none=True,
+        route_class_override=LeanRoute,
+    )
+
+    @app.post(
+        "/v1/llm/chat/completions",
+        responses={**_ERRORS, 200: _EVENT_STREAM},
+        response_model=ChatCompletionResponse,
+        response_model_exclude_none=True,
+    )
+    async def chat_completions(
+        ctx: Caller, request: ChatCompletionRequest
+    ) -> ChatCompletionResponse | StreamingResponse:
+        answer = await core.llm.complete(ctx, request)
+        if not request.stream:
+            return answer
+        include_usage = request.stream_options is not None and request.stream_options.include_usage
+        return StreamingResponse(stream.replay(stream.events(answer, include_usage)), media_type=_EVENT_STREAM_TYPE)
+
+    @app.get("/healthz")
+    async def healthz() -> Health:
+        return Health(status="ok")
+
+    @app.get("/readyz", responses={503: {"model": ErrorResponse}})
+    async def readyz() -> Health:
+        await core.vault.ping()
+        return Health(status="ready")
+
+    @app.get("/metrics", response_class=PlainTextResponse)
+    async def metrics() -> PlainTextResponse:
+        return PlainTextResponse(generate_latest(core.metrics.registry), media_type=CONTENT_TYPE_LATEST)
+
+    return app

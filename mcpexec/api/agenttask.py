@@ -1,0 +1,195 @@
+"""The AgentTask resource as pydantic models.
+
+One definition serves the operator, the gateway and `mcpexec run`; `crds/*.yaml` is the API server's
+copy of the same shape, and a unit test keeps the two in step.
+"""
+
+from __future__ import annotations
+
+import re
+from enum import StrEnum
+from typing import Annotated, Any, Literal, Self
+
+from kubernetes.utils.quantity import parse_quantity
+from pydantic import Field, model_validator
+
+from mcpexec.api.meta import DNS1123_LABEL, Dns1123Label, Quantity, Resource, SpecModel, quantity_within
+
+ENTITY_NAME = r"^[A-Z][A-Z0-9_]*$"
+
+# Children are named `mcpexec-<task>`; 48 keeps them and the Job's pods within DNS-1123 label limits.
+MAX_TASK_NAME = 48
+
+
+class Phase(StrEnum):
+    PENDING = "Pending"
+    RUNNING = "Running"
+    SUCCEEDED = "Succeeded"
+    FAILED = "Failed"
+    TIMED_OUT = "TimedOut"
+
+    @property
+    def finished(self) -> bool:
+        return self in (Phase.SUCCEEDED, Phase.FAILED, Phase.TIMED_OUT)
+
+
+class PiiEntity(StrEnum):
+    EMAIL = "EMAIL"
+    PHONE = "PHONE"
+    CREDIT_CARD = "CREDIT_CARD"
+    US_SSN = "US_SSN"
+    IBAN = "IBAN"
+    IP_ADDRESS = "IP_ADDRESS"
+    PERSON = "PERSON"
+    LOCATION = "LOCATION"
+
+
+BUILTIN_ENTITIES: tuple[PiiEntity, ...] = (
+    PiiEntity.EMAIL,
+    PiiEntity.PHONE,
+    PiiEntity.CREDIT_CARD,
+    PiiEntity.US_SSN,
+    PiiEntity.IBAN,
+    PiiEntity.IP_ADDRESS,
+)
+
+
+class ToolPolicy(SpecModel):
+    """Glob patterns over `server/tool`; deny wins over allow; an empty allow list allows all."""
+
+    allow: list[Annotated[str, Field(min_length=1, max_length=253)]] = Field(default_factory=list)
+    deny: list[Annotated[str, Field(min_length=1, max_length=253)]] = Field(default_factory=list)
+
+
+class SkillsSpec(SpecModel):
+    """Persistent skills on a PVC named `skills-<owner>`; it outlives the tasks that use it."""
+
+    owner: Annotated[str, Field(pattern=DNS1123_LABEL, min_length=1, max_length=56)]
+    read_only: bool = Field(default=False, alias="readOnly")
+    size: Quantity = "1Gi"
+    storage_class_name: str | None = Field(default=None, alias="storageClassName")
+
+    @model_validator(mode="after")
+    def _size_bounded(self) -> Self:
+        quantity_within(self.size, "0", "1Ti", False, "spec.skills.size")
+        return self
+
+    @property
+    def claim_name(self) -> str:
+        return f"skills-{self.owner}"
+
+
+class CustomPattern(SpecModel):
+    name: Annotated[str, Field(pattern=ENTITY_NAME, max_length=40)]
+    regex: Annotated[str, Field(min_length=1, max_length=1000)]
+
+    @model_validator(mode="after")
+    def _compiles(self) -> Self:
+        try:
+            re.compile(self.regex)
+        except re.error as exc:
+            raise ValueError(f"customPatterns[{self.name}].regex does not compile: {exc}") from exc
+        return self
+
+
+class PiiSpec(SpecModel):
+    enabled: bool = True
+    entities: list[PiiEntity] = Field(default_factory=lambda: list(BUILTIN_ENTITIES))
+    custom_patterns: list[CustomPattern] = Field(default_factory=list, alias="customPatterns")
+
+
+class ResourceList(SpecModel):
+    """Bounds match the CRD's CEL rules, so `mcpexec run` rejects what `kubectl apply` would."""
+
+    cpu: Quantity | None = None
+    memory: Quantity | None = None
+
+    @model_validator(mode="after")
+    def _bounded(self) -> Self:
+        if self.cpu is not None:
+            quantity_within(self.cpu, "0", "64", False, "cpu")
+        if self.memory is not None:
+            quantity_within(self.memory, "16Mi", "256Gi", True, "memory")
+        return self
+
+
+class Resources(SpecModel):
+    requests: ResourceList = Field(default_factory=lambda: ResourceList(cpu="100m", memory="256Mi"))
+    limits: ResourceList = Field(default_factory=lambda: ResourceList(cpu="1", memory="512Mi"))
+
+    @model_validator(mode="after")
+    def _requests_within_limits(self) -> Self:
+        for name in ("cpu", "memory"):
+            request, limit = getattr(self.requests, name), getattr(self.limits, name)
+            if request is not None and limit is not None and parse_quantity(request) > parse_quantity(limit):
+                raise ValueError("spec.resources.requests must not exceed spec.resources.limits")
+        return self
+
+
+class AgentTaskSpec(SpecModel):
+    """Exactly one of `prompt` (agent mode) or `code` (direct mode)."""
+
+    prompt: Annotated[str, Field(min_length=1, max_length=100_000)] | None = None
+    code: Annotated[str, Field(min_length=1, max_length=200_000)] | None = None
+    model: Annotated[str, Field(max_length=200)] | None = None
+    max_turns: Annotated[int, Field(ge=1, le=100)] = Field(default=10, alias="maxTurns")
+    mcp_servers: list[Dns1123Label] = Field(default_factory=list, alias="mcpServers", max_length=32)
+    tools: ToolPolicy = Field(default_factory=ToolPolicy)
+    skills: SkillsSpec | None = None
+    pii: PiiSpec = Field(default_factory=PiiSpec)
+    resources: Resources = Field(default_factory=Resources)
+    timeout_seconds: Annotated[int, Field(ge=1, le=86_400)] = Field(default=600, alias="timeoutSeconds")
+    ttl_seconds_after_finished: Annotated[int, Field(ge=0, le=2_592_000)] | None = Field(
+        default=None, alias="ttlSecondsAfterFinished"
+    )
+    runtime_class_name: Dns1123Label = Field(default="gvisor", alias="runtimeClassName")
+
+    @model_validator(mode="after")
+    def _exactly_one_mode(self) -> Self:
+        if (self.prompt is None) == (self.code is None):
+            raise ValueError("exactly one of spec.prompt (agent mode) or spec.code (direct mode) must be set")
+        if self.model is not None and self.prompt is None:
+            raise ValueError("spec.model only applies to agent mode (spec.prompt)")
+        return self
+
+    @property
+    def mode(self) -> Literal["prompt", "code"]:
+        return "prompt" if self.prompt is not None else "code"
+
+
+class AgentTask(Resource):
+    """An AgentTask document, as `kubectl apply` and `mcpexec run` read it."""
+
+    kind: Literal["AgentTask"]
+    spec: AgentTaskSpec
+
+    @model_validator(mode="after")
+    def _name_fits_children(self) -> Self:
+        if len(self.metadata.name) > MAX_TASK_NAME:
+            raise ValueError(f"metadata.name must be at most {MAX_TASK_NAME} characters")
+        return self
+
+    @property
+    def task_id(self) -> str:
+        return f"{self.metadata.namespace}/{self.metadata.name}"
+
+
+def parse_agenttask(document: dict[str, Any]) -> AgentTask:
+    """Validate one AgentTask document; raises pydantic.ValidationError with field paths."""
+    return AgentTask.model_validate(document)
+
+
+def runtime_task_config(namespace: str, name: str, uid: str, spec: AgentTaskSpec) -> dict[str, Any]:
+    """The runtime's task.json (docs/contracts.md), the same from the operator and from `mcpexec run`."""
+    config: dict[str, Any] = {
+        "namespace": namespace,
+        "name": name,
+        "uid": uid,
+        "mode": spec.mode,
+        "maxTurns": spec.max_turns,
+        "timeoutSeconds": spec.timeout_seconds,
+    }
+    for key, value in (("code", spec.code), ("prompt", spec.prompt), ("model", spec.model)):
+        if value is not None:
+            config[key] = value
+    return config

@@ -1,0 +1,116 @@
+"""The `mcpexec` command: `mcpexec run TASK.yaml [--servers SERVERS.yaml]`."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import logging
+import os
+import sys
+from pathlib import Path
+
+import yaml
+from pydantic import ValidationError
+
+from gateway.settings import LLMSettings, LLMUpstream
+from gateway.telemetry.logs import configure as configure_logs
+from mcpexec.api.agenttask import AgentTask, parse_agenttask
+from mcpexec.api.mcpserver import MCPServerSpec
+from mcpexec.local.run import LocalOutcome, TaskError, run_task
+from mcpexec.local.sandbox.base import Sandbox, SandboxError
+from mcpexec.local.sandbox.process import UnsafeProcessSandbox
+from mcpexec.local.sandbox.runsc import RunscSandbox
+from mcpexec.local.servers import embedded_servers, load_servers_file
+
+
+class UsageError(Exception):
+    pass
+
+
+def load_task(path: Path) -> AgentTask:
+    try:
+        documents = [d for d in yaml.safe_load_all(path.read_text()) if d]
+    except OSError as exc:
+        raise UsageError(f"cannot read {path}: {exc.strerror}") from None
+    except yaml.YAMLError as exc:
+        raise UsageError(f"{path} is not valid YAML: {exc}") from None
+    tasks = [d for d in documents if isinstance(d, dict) and d.get("kind") == "AgentTask"]
+    if len(tasks) != 1:
+        raise UsageError(f"{path} must hold exactly one AgentTask document, found {len(tasks)}")
+    try:
+        return parse_agenttask(tasks[0])
+    except ValidationError as exc:
+        problems = "\n".join(f"  {'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
+        raise UsageError(f"{path} is not a valid AgentTask:\n{problems}") from None
+
+
+def load_servers(path: Path | None) -> dict[str, MCPServerSpec]:
+    """The --servers file, or the embedded default (our demo server)."""
+    if path is not None:
+        try:
+            return load_servers_file(path)
+        except OSError as exc:
+            raise UsageError(f"cannot read {path}: {exc.strerror}") from None
+        except (ValidationError, yaml.YAMLError) as exc:
+            raise UsageError(f"{path} is not a valid servers file: {exc}") from None
+    return embedded_servers()
+
+
+def llm_from_env() -> LLMUpstream | None:
+    try:
+        return LLMSettings().llm()
+    except ValidationError as exc:
+        raise UsageError(f"invalid LLM_* environment: {exc}") from None
+
+
+def choose_sandbox(unsafe: bool) -> Sandbox:
+    if unsafe:
+        print(
+            "WARNING: --unsafe-no-sandbox: the task's code runs as a plain process with this user's rights",
+            file=sys.stderr,
+        )
+        return UnsafeProcessSandbox()
+    return RunscSandbox()
+
+
+def report(outcome: LocalOutcome) -> None:
+    print(outcome.result.rstrip())
+    print(
+        json.dumps(
+            {
+                "phase": outcome.phase,
+                "error": outcome.error,
+                "usage": outcome.usage,
+                "sandbox": outcome.sandbox,
+                "output": str(outcome.workspace / "output.log"),
+            }
+        ),
+        file=sys.stderr,
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="mcpexec", description="Run AgentTasks locally under gVisor.")
+    sub = parser.add_subparsers(dest="command", required=True)
+    run = sub.add_parser("run", help="run one AgentTask YAML in a local sandbox")
+    run.add_argument("task", type=Path, help="the AgentTask YAML (the same file kubectl apply takes)")
+    run.add_argument("--servers", type=Path, help="MCP servers file (default: the embedded demo server)")
+    run.add_argument("--unsafe-no-sandbox", action="store_true", help="run without gVisor (NOT isolated)")
+    args = parser.parse_args(argv)
+    level = os.environ.get("MCPEXEC_LOG_LEVEL", "WARNING").upper()
+    configure_logs(logging.getLevelNamesMapping().get(level, logging.WARNING))
+    try:
+        task = load_task(args.task)
+        servers = load_servers(args.servers)
+        sandbox = choose_sandbox(args.unsafe_no_sandbox)
+        outcome = asyncio.run(run_task(task, servers, sandbox, os.environ.get("REDIS_URL"), llm_from_env()))
+    except (UsageError, TaskError, SandboxError) as exc:
+        print(f"mcpexec: {exc}", file=sys.stderr)
+        return 2
+    report(outcome)
+    return 0 if outcome.phase == "Succeeded" else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,186 @@
+"""`mcpexec run`: one AgentTask on this machine: an in-process gateway, the task in a local sandbox.
+
+The same AgentTask YAML as `kubectl apply` takes; the same runtime as the cluster's Job; the sandbox
+reaches the gateway only through a Unix socket mounted into it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import os
+import shutil
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from kubernetes.utils.quantity import parse_quantity
+
+from gateway.local.in_process import LocalGateway
+from gateway.pii import presidio_detector
+from gateway.settings import LLMUpstream
+from mcpexec.api.agenttask import AgentTask, runtime_task_config
+from mcpexec.api.mcpserver import MCPServerSpec
+from mcpexec.local.sandbox.base import Completed, Sandbox, SandboxRun
+from runtime import contract
+
+log = logging.getLogger("mcpexec.local_run")  # the logger name users filter on, kept from before the move
+
+# When a task sets no limit (the AgentTask's default limits are 1 CPU and 512Mi).
+DEFAULT_MEMORY = "512Mi"
+DEFAULT_CPU = "1"
+
+
+class TaskError(Exception):
+    """The task cannot be run as given (unknown server, no sandbox...): a message for the user."""
+
+
+@dataclass(frozen=True)
+class LocalOutcome:
+    phase: str
+    result: str
+    error: str | None
+    usage: dict[str, int]
+    workspace: Path
+    sandbox: str
+
+
+def state_root() -> Path:
+    return Path(os.environ.get("MCPEXEC_HOME", Path.home() / ".local" / "share" / "mcpexec"))
+
+
+def _writable_by_sandbox(path: Path) -> Path:
+    path.mkdir(parents=True, exist_ok=True)
+    if os.geteuid() == 0:
+        os.chown(path, contract.SANDBOX_UID, contract.SANDBOX_UID)
+    else:
+        path.chmod(0o777)
+    return path
+
+
+def _memory_bytes(task: AgentTask) -> int:
+    return int(parse_quantity(task.spec.resources.limits.memory or DEFAULT_MEMORY))
+
+
+def _cpu_millicores(task: AgentTask) -> int:
+    return max(1, int(parse_quantity(task.spec.resources.limits.cpu or DEFAULT_CPU) * 1000))
+
+
+def _read_result(result_file: Path, completed: Completed) -> dict[str, Any]:
+    if completed.timed_out:
+        return {"phase": "TimedOut", "result": "", "error": "the task ran past its timeoutSeconds"}
+    try:
+        loaded: dict[str, Any] = json.loads(result_file.read_text())
+        return loaded
+    except (OSError, ValueError):
+        detail = (completed.stderr or completed.stdout).strip()[-2000:]
+        return {
+            "phase": "Failed",
+            "result": "",
+            "error": f"the sandbox stopped before the task finished (exit {completed.exit_code}): it hit its memory "
+            f"or process limit, or could not start{': ' + detail if detail else ''}",
+        }
+
+
+@dataclass(frozen=True)
+class RunPaths:
+    workspace: Path
+    task_dir: Path
+    skills: Path
+    socket: Path
+
+
+def _prepare(task: AgentTask) -> RunPaths:
+    """The run's directories: kept under the state root (workspace and output.log stay for inspection)."""
+    root = state_root()
+    run_dir = root / "runs" / f"{task.metadata.name}-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}"
+    task_dir = run_dir / "task"
+    task_dir.mkdir(parents=True)
+    (task_dir / Path(contract.TASK_FILE).name).write_text(
+        json.dumps(runtime_task_config(task.metadata.namespace, task.metadata.name, task.metadata.uid or "", task.spec))
+    )
+    skills = task.spec.skills
+    # Unix socket paths are limited to ~100 bytes: the socket lives in a short temporary directory.
+    socket_dir = Path(tempfile.mkdtemp(prefix="mcpexec-gw-"))
+    socket_dir.chmod(0o755)
+    workspace = _writable_by_sandbox(run_dir / "workspace")
+    _writable_by_sandbox(workspace / Path(contract.LOCAL_TMP).relative_to(contract.WORKSPACE))
+    return RunPaths(
+        workspace=workspace,
+        task_dir=task_dir,
+        skills=_writable_by_sandbox(root / "skills" / skills.owner if skills else run_dir / "skills"),
+        socket=socket_dir / contract.SOCKET_NAME,
+    )
+
+
+async def run_task(
+    task: AgentTask,
+    servers: dict[str, MCPServerSpec],
+    sandbox: Sandbox,
+    redis_url: str | None = None,
+    llm: LLMUpstream | None = None,
+) -> LocalOutcome:
+    unknown = [name for name in task.spec.mcp_servers if name not in servers]
+    if unknown:
+        raise TaskError(f"unknown MCP server(s) {unknown}; the servers file defines {sorted(servers)}")
+    pii = task.spec.pii
+    names_and_places = sorted(presidio_detector.NER_ENTITIES & set(pii.entities)) if pii.enabled else []
+    if names_and_places and (missing := presidio_detector.available()) is not None:
+        raise TaskError(f"spec.pii.entities asks for {', '.join(names_and_places)}: {missing}")
+    paths = await asyncio.to_thread(_prepare, task)
+    gateway = LocalGateway(
+        {name: servers[name] for name in task.spec.mcp_servers},
+        redis_url=redis_url,
+        llm=llm,
+        pii_ner=bool(names_and_places),
+    )
+    try:
+        await gateway.start(str(paths.socket))
+        os.chmod(paths.socket, 0o666)
+        token = gateway.register_task(task, ttl_seconds=task.spec.timeout_seconds + 60)
+        run = SandboxRun(
+            workspace=paths.workspace,
+            skills=paths.skills,
+            skills_read_only=bool(task.spec.skills and task.spec.skills.read_only),
+            task_dir=paths.task_dir,
+            socket_dir=paths.socket.parent,
+            env=contract.sandbox_environment(
+                gateway_url=contract.local_gateway_url(),
+                result_file=contract.LOCAL_RESULT_FILE,
+                tmpdir=contract.LOCAL_TMP,
+                token=token,
+            ),
+            timeout_seconds=task.spec.timeout_seconds,
+            memory_bytes=_memory_bytes(task),
+            cpu_millicores=_cpu_millicores(task),
+        )
+        log.info("sandbox starting", extra={"task": task.task_id, "sandbox": sandbox.name, "run": str(paths.workspace)})
+        started = time.monotonic()
+        completed = await asyncio.to_thread(sandbox.run, run)
+        log.info(
+            "sandbox finished",
+            extra={
+                "task": task.task_id,
+                "exit_code": completed.exit_code,
+                "timed_out": completed.timed_out,
+                "seconds": round(time.monotonic() - started, 3),
+                "sandbox_stderr": completed.stderr[-2000:],
+            },
+        )
+        usage = gateway.usage(task.task_id)
+    finally:
+        await gateway.stop()
+        shutil.rmtree(paths.socket.parent, ignore_errors=True)
+    result = _read_result(paths.workspace / Path(contract.LOCAL_RESULT_FILE).relative_to(contract.WORKSPACE), completed)
+    # The gateway counted the calls it served; the sandbox's own count cannot inflate or hide them.
+    return LocalOutcome(
+        phase=str(result.get("phase", "Failed")),
+        result=str(result.get("result", "")),
+        error=result.get("error"),
+        usage=usage,
+        workspace=paths.workspace,
+        sandbox=sandbox.name,
+    )

@@ -1,0 +1,50 @@
+"""What a local sandbox is given and what it gives back."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Protocol
+
+import runtime
+
+RUNTIME_PACKAGE = Path(runtime.__file__).resolve().parent
+
+# Where the runtime package is mounted inside the sandbox (the other paths: runtime/contract.py).
+RUNTIME_PARENT = "/opt/mcpexec"
+
+
+class SandboxError(Exception):
+    """The sandbox could not be set up or started (not: the task's code failed)."""
+
+
+@dataclass(frozen=True)
+class SandboxRun:
+    """Host paths mounted into the sandbox, and its limits."""
+
+    workspace: Path
+    skills: Path
+    skills_read_only: bool
+    task_dir: Path
+    socket_dir: Path
+    env: dict[str, str]
+    timeout_seconds: float
+    memory_bytes: int
+    cpu_millicores: int = 1000
+    max_processes: int = 32  # processes and threads of the task's code
+    max_file_bytes: int = 1 << 30
+    extra_binds: list[tuple[Path, str]] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Completed:
+    exit_code: int
+    stdout: str
+    stderr: str
+    timed_out: bool
+
+
+class Sandbox(Protocol):
+    name: str
+
+    def run(self, run: SandboxRun) -> Completed: ...

@@ -1,0 +1,79 @@
+"""The sandbox's contract with whatever starts it, defined once (docs/contracts.md).
+
+The runtime reads it inside the sandbox; the operator's Job (controller/manifests.py) and `mcpexec run`
+(mcpexec/local/run.py) build the sandbox from it, so the environment names, the paths inside the sandbox and
+the result's fields cannot drift apart. Standard library only, like the rest of the runtime.
+"""
+
+from __future__ import annotations
+
+import keyword
+import re
+
+# The uid sandboxed code runs as, in the Job's pod and in `mcpexec run`'s gVisor sandbox alike.
+SANDBOX_UID = 65534
+
+# Paths inside the sandbox: the same layout in the Job's pod and in a local sandbox.
+WORKSPACE = "/workspace"
+SKILLS = "/skills"
+TASK_DIR = "/etc/mcpexec"
+TASK_FILE = f"{TASK_DIR}/task.json"
+# Cluster: the projected ServiceAccount token (audience: the gateway) and the kubelet's termination message.
+TOKEN_DIR = "/var/run/secrets/mcpexec"
+TOKEN_NAME = "token"
+TOKEN_FILE = f"{TOKEN_DIR}/{TOKEN_NAME}"
+TERMINATION_LOG = "/dev/termination-log"
+CLUSTER_TMP = "/tmp"
+# Local: the gateway's Unix socket, and the result and TMPDIR inside the workspace, so that /workspace and
+# /skills stay the only writable places.
+SOCKET_DIR = "/run/mcpexec"
+SOCKET_NAME = "gateway.sock"
+LOCAL_RESULT_FILE = f"{WORKSPACE}/.mcpexec/result.json"
+LOCAL_TMP = f"{WORKSPACE}/.tmp"
+
+# The environment the runtime reads (runtime/config.py).
+GATEWAY_URL_ENV = "MCPEXEC_GATEWAY_URL"
+TOKEN_FILE_ENV = "MCPEXEC_TOKEN_FILE"
+TOKEN_ENV = "MCPEXEC_TOKEN"
+TASK_FILE_ENV = "MCPEXEC_TASK_FILE"
+RESULT_FILE_ENV = "MCPEXEC_RESULT_FILE"
+WORKSPACE_ENV = "MCPEXEC_WORKSPACE"
+SKILLS_ENV = "MCPEXEC_SKILLS"
+
+# The termination result: {phase, result, error?, usage: {USAGE_FIELDS}}, at most this many bytes (the kubelet's
+# limit on a termination message).
+RESULT_LIMIT = 4096
+USAGE_FIELDS = ("llmTurns", "tokensIn", "tokensOut", "toolCalls")
+
+
+def local_gateway_url() -> str:
+    return f"unix://{SOCKET_DIR}/{SOCKET_NAME}"
+
+
+def sandbox_environment(
+    *, gateway_url: str, result_file: str, tmpdir: str, token_file: str | None = None, token: str | None = None
+) -> dict[str, str]:
+    """The runtime's environment: the gateway and one credential for it (a token file the kubelet rotates, or
+    a token), where the task and the result are, and the sandbox's only writable places."""
+    if (token_file is None) == (token is None):
+        raise ValueError("a sandbox gets exactly one gateway credential: a token file or a token")
+    credential = {TOKEN_FILE_ENV: token_file} if token_file is not None else {TOKEN_ENV: str(token)}
+    return {
+        GATEWAY_URL_ENV: gateway_url,
+        **credential,
+        TASK_FILE_ENV: TASK_FILE,
+        RESULT_FILE_ENV: result_file,
+        WORKSPACE_ENV: WORKSPACE,
+        SKILLS_ENV: SKILLS,
+        "HOME": WORKSPACE,
+        "TMPDIR": tmpdir,
+    }
+
+
+def python_identifier(name: str) -> str:
+    """The identifier rule for server and tool names in wrappers: non-`[A-Za-z0-9_]` -> `_`, a leading digit (or
+    nothing) gets a `_` in front, a keyword a `_` behind (`if` -> `if_`)."""
+    ident = re.sub(r"[^A-Za-z0-9_]", "_", name)
+    if not ident or ident[0].isdigit():
+        ident = "_" + ident
+    return ident + "_" if keyword.iskeyword(ident) else ident
