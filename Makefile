@@ -2,7 +2,7 @@
 PY := .venv/bin/python
 export PATH := $(CURDIR)/.venv/bin:$(PATH)
 
-.PHONY: install install-local test test-unit test-local test-cluster test-chart crds images e2e lint bench demo clean
+.PHONY: install install-local test test-unit test-integration test-sandbox test-cluster crds images e2e lint bench demo clean
 
 install:
 	@bash tests/setup/install.sh
@@ -15,17 +15,21 @@ test: install lint
 	$(PY) -m pytest -q tests
 	$(PY) -m pytest -q -m e2e tests/e2e
 
+# In-process only: starts no process, server or sandbox (tests/unit/conftest.py fails a test that does).
 test-unit: install-local
-	$(PY) -m pytest -q tests/unit tests/gateway
+	$(PY) -m pytest -q tests/unit
 
-test-local: install-local
-	$(PY) -m pytest -q tests/local tests/runtime
+# Real Redis, the reference MCP servers (npm, PyPI), the in-process gateway, the runtime, helm template.
+test-integration: install-local
+	$(PY) -m pytest -q tests/integration
 
+# Real gVisor (runsc, root): `mcpexec run`, the rootfs images.
+test-sandbox: install-local
+	$(PY) -m pytest -q tests/sandbox
+
+# A real etcd + kube-apiserver + kube-controller-manager (Go-built, cached): the operator, the chart's install.
 test-cluster: install
 	$(PY) -m pytest -q tests/cluster
-
-test-chart: install
-	$(PY) -m pytest -q tests/chart
 
 # The chart ships a copy of the CRDs (Helm installs a chart's crds/ folder); crds/ is the source.
 crds:

@@ -62,7 +62,7 @@ _ANY_BUILTIN = re.compile(r"[\d@:]")
 # (its punctuation: dashes, dots, slashes, brackets, spaces, 'x'; not a colon, so an ISO time like
 # 08:27:00+01:00 is no run: 0.3 ms a timestamp before). After a plus sign the shortest valid number
 # anywhere has 6 digits with its country code (+43 1110; checked against phonenumbers' metadata in
-# tests/gateway/test_pii.py); without one, a number is national in the detector's region (its shortest valid
+# tests/integration/gateway/test_pii.py); without one, a number is national in the detector's region (its shortest valid
 # length) or dialled after the region's exit code (its digits, at least 2, and 6 more). So the matcher reads only
 # windows around runs that long, widened by a margin that holds a lead bracket, an extension ("ext. 12345") and
 # the context characters it checks.

@@ -32,7 +32,7 @@ from mcpexec.api.mcpserver import MCPServerSpec
 from mcpexec.local.run import run_task
 from mcpexec.local.sandbox.runsc import RunscSandbox
 from runtime.agent import SYSTEM_PROMPT
-from tests.gateway.conftest import make_task, start_gateway
+from tests.integration.gateway.conftest import make_task, start_gateway
 from tests.support.components import reference_server_commands
 from tests.support.malformed import agenttask
 

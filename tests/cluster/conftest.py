@@ -36,7 +36,7 @@ def operator(cluster: ControlPlane) -> Iterator[kopf.testing.KopfRunner]:
     with pytest.MonkeyPatch.context() as env:
         env.setenv("MCPEXEC_METRICS_PORT", "0")
         env.setenv("MCPEXEC_SWEEP_INTERVAL_SECONDS", "1")
-        # Not the defaults (tests/unit/test_operator_settings.py has those): a registry secret and NodeLocal DNS.
+        # Not the defaults (tests/unit/controller/test_settings.py has those): a registry secret and NodeLocal DNS.
         env.setenv("MCPEXEC_IMAGE_PULL_SECRETS", json.dumps(IMAGE_PULL_SECRETS))
         env.setenv("MCPEXEC_DNS_PEERS", json.dumps(DNS_PEERS))
         args = ["run", "-A", "--standalone", "-m", "controller.handlers", "--verbose"]

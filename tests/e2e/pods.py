@@ -7,7 +7,7 @@ from typing import Any
 
 from kubernetes import client
 
-from tests.e2e.node import BUSYBOX_IMAGE
+from tests.e2e.node_config import BUSYBOX_IMAGE
 
 
 def pod(name: str, script: str, runtime_class: str | None = "gvisor", **spec: Any) -> dict[str, Any]:

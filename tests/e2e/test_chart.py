@@ -21,7 +21,9 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
 from runtime.contract import SANDBOX_UID
-from tests.e2e.node import PROJECT_VERSION, Node, host_ip, kubectl_binary, project_image
+from tests.e2e.node import Node
+from tests.e2e.node_artifacts import PROJECT_VERSION, kubectl_binary, project_image
+from tests.e2e.node_network import host_ip
 from tests.e2e.pods import pod, run_to_completion, wait_phase
 from tests.support.chart import CHART, HELM
 

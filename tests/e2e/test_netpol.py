@@ -10,7 +10,8 @@ from typing import Any
 import pytest
 from kubernetes import client
 
-from tests.e2e.node import Node, host_ip
+from tests.e2e.node import Node
+from tests.e2e.node_network import host_ip
 from tests.e2e.pods import pod, run_to_completion, wait_phase
 
 pytestmark = pytest.mark.e2e

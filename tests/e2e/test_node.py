@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 from kubernetes import client
 
-from tests.e2e.node import BRIDGE_IP, Node
+from tests.e2e.node import Node
+from tests.e2e.node_network import BRIDGE_IP
 from tests.e2e.pods import pod, run_to_completion, wait_phase
 from tests.support.components import free_port
 

@@ -11,7 +11,8 @@ from typing import Any
 import pytest
 from kubernetes import client
 
-from tests.e2e.node import PROJECT_VERSION, Node, project_image
+from tests.e2e.node import Node
+from tests.e2e.node_artifacts import PROJECT_VERSION, project_image
 
 pytestmark = pytest.mark.e2e
 

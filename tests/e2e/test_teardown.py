@@ -9,7 +9,9 @@ from pathlib import Path
 import pytest
 from kubernetes import client, config
 
-from tests.e2e.node import BRIDGE, BUSYBOX_IMAGE, node
+from tests.e2e.node import node
+from tests.e2e.node_config import BUSYBOX_IMAGE
+from tests.e2e.node_network import BRIDGE
 
 pytestmark = pytest.mark.e2e
 
