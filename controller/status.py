@@ -10,24 +10,15 @@ import json
 from datetime import datetime
 from typing import Any
 
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import ValidationError
 
 from mcpexec.api.agenttask import Phase
 from mcpexec.api.conditions import condition, merge_conditions, now
-from mcpexec.api.usage import Usage
+from mcpexec.api.result import RuntimeResult
 from runtime.contract import RESULT_LIMIT
 
 Status = dict[str, Any]
 _ORDER = {Phase.PENDING: 0, Phase.RUNNING: 1, Phase.SUCCEEDED: 2, Phase.FAILED: 2, Phase.TIMED_OUT: 2}
-
-
-class RuntimeResult(BaseModel):
-    """The runtime's termination message (docs/contracts.md)."""
-
-    phase: Phase
-    result: str = ""
-    error: str | None = None
-    usage: Usage = Field(default_factory=Usage)
 
 
 def _parse_time(value: str) -> datetime:

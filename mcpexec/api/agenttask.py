@@ -11,7 +11,7 @@ from enum import StrEnum
 from typing import Annotated, Any, Literal, Self
 
 from kubernetes.utils.quantity import parse_quantity
-from pydantic import Field, model_validator
+from pydantic import Field, StrictBool, StrictInt, model_validator
 
 from mcpexec.api.meta import DNS1123_LABEL, Dns1123Label, Quantity, Resource, SpecModel, quantity_within
 
@@ -65,7 +65,7 @@ class SkillsSpec(SpecModel):
     """Persistent skills on a PVC named `skills-<owner>`; it outlives the tasks that use it."""
 
     owner: Annotated[str, Field(pattern=DNS1123_LABEL, min_length=1, max_length=56)]
-    read_only: bool = Field(default=False, alias="readOnly")
+    read_only: StrictBool = Field(default=False, alias="readOnly")
     size: Quantity = "1Gi"
     storage_class_name: str | None = Field(default=None, alias="storageClassName")
 
@@ -87,7 +87,7 @@ class CustomPattern(SpecModel):
     def _compiles(self) -> Self:
         try:
             re.compile(self.regex)
-        except re.error as exc:
+        except (re.error, OverflowError, RecursionError) as exc:
             raise ValueError(f"customPatterns[{self.name}].regex does not compile: {exc}") from exc
         return self
 
@@ -132,14 +132,14 @@ class AgentTaskSpec(SpecModel):
     prompt: Annotated[str, Field(min_length=1, max_length=100_000)] | None = None
     code: Annotated[str, Field(min_length=1, max_length=200_000)] | None = None
     model: Annotated[str, Field(max_length=200)] | None = None
-    max_turns: Annotated[int, Field(ge=1, le=100)] = Field(default=10, alias="maxTurns")
+    max_turns: Annotated[StrictInt, Field(ge=1, le=100)] = Field(default=10, alias="maxTurns")
     mcp_servers: list[Dns1123Label] = Field(default_factory=list, alias="mcpServers", max_length=32)
     tools: ToolPolicy = Field(default_factory=ToolPolicy)
     skills: SkillsSpec | None = None
     pii: PiiSpec = Field(default_factory=PiiSpec)
     resources: Resources = Field(default_factory=Resources)
-    timeout_seconds: Annotated[int, Field(ge=1, le=86_400)] = Field(default=600, alias="timeoutSeconds")
-    ttl_seconds_after_finished: Annotated[int, Field(ge=0, le=2_592_000)] | None = Field(
+    timeout_seconds: Annotated[StrictInt, Field(ge=1, le=86_400)] = Field(default=600, alias="timeoutSeconds")
+    ttl_seconds_after_finished: Annotated[StrictInt, Field(ge=0, le=2_592_000)] | None = Field(
         default=None, alias="ttlSecondsAfterFinished"
     )
     runtime_class_name: Dns1123Label = Field(default="gvisor", alias="runtimeClassName")

@@ -10,7 +10,6 @@ import os
 import sys
 from pathlib import Path
 
-import yaml
 from pydantic import ValidationError
 
 from gateway.settings import LLMSettings, LLMUpstream
@@ -22,6 +21,8 @@ from mcpexec.local.sandbox.base import Sandbox, SandboxError
 from mcpexec.local.sandbox.process import UnsafeProcessSandbox
 from mcpexec.local.sandbox.runsc import RunscSandbox
 from mcpexec.local.servers import embedded_servers, load_servers_file
+from mcpexec.local.terminal import neutralised
+from mcpexec.local.yaml_files import YamlFileError, load_documents
 
 
 class UsageError(Exception):
@@ -30,11 +31,11 @@ class UsageError(Exception):
 
 def load_task(path: Path) -> AgentTask:
     try:
-        documents = [d for d in yaml.safe_load_all(path.read_text()) if d]
+        documents = load_documents(path)
     except OSError as exc:
         raise UsageError(f"cannot read {path}: {exc.strerror}") from None
-    except yaml.YAMLError as exc:
-        raise UsageError(f"{path} is not valid YAML: {exc}") from None
+    except YamlFileError as exc:
+        raise UsageError(str(exc)) from None
     tasks = [d for d in documents if isinstance(d, dict) and d.get("kind") == "AgentTask"]
     if len(tasks) != 1:
         raise UsageError(f"{path} must hold exactly one AgentTask document, found {len(tasks)}")
@@ -43,6 +44,8 @@ def load_task(path: Path) -> AgentTask:
     except ValidationError as exc:
         problems = "\n".join(f"  {'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
         raise UsageError(f"{path} is not a valid AgentTask:\n{problems}") from None
+    except RecursionError:
+        raise UsageError(f"{path} is nested too deeply") from None
 
 
 def load_servers(path: Path | None) -> dict[str, MCPServerSpec]:
@@ -52,7 +55,7 @@ def load_servers(path: Path | None) -> dict[str, MCPServerSpec]:
             return load_servers_file(path)
         except OSError as exc:
             raise UsageError(f"cannot read {path}: {exc.strerror}") from None
-        except (ValidationError, yaml.YAMLError) as exc:
+        except (ValidationError, YamlFileError) as exc:
             raise UsageError(f"{path} is not a valid servers file: {exc}") from None
     return embedded_servers()
 
@@ -74,8 +77,10 @@ def choose_sandbox(unsafe: bool) -> Sandbox:
     return RunscSandbox()
 
 
-def report(outcome: LocalOutcome) -> None:
-    print(outcome.result.rstrip())
+def report(outcome: LocalOutcome, raw: bool) -> None:
+    """The result on stdout (control characters neutralised on a terminal unless --raw), the rest as JSON."""
+    result = outcome.result.rstrip()
+    print(result if raw or not sys.stdout.isatty() else neutralised(result))
     print(
         json.dumps(
             {
@@ -97,6 +102,7 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument("task", type=Path, help="the AgentTask YAML (the same file kubectl apply takes)")
     run.add_argument("--servers", type=Path, help="MCP servers file (default: the embedded demo server)")
     run.add_argument("--unsafe-no-sandbox", action="store_true", help="run without gVisor (NOT isolated)")
+    run.add_argument("--raw", action="store_true", help="print the result's control characters as they are")
     args = parser.parse_args(argv)
     level = os.environ.get("MCPEXEC_LOG_LEVEL", "WARNING").upper()
     configure_logs(logging.getLevelNamesMapping().get(level, logging.WARNING))
@@ -108,7 +114,7 @@ def main(argv: list[str] | None = None) -> int:
     except (UsageError, TaskError, SandboxError) as exc:
         print(f"mcpexec: {exc}", file=sys.stderr)
         return 2
-    report(outcome)
+    report(outcome, args.raw)
     return 0 if outcome.phase == "Succeeded" else 1
 
 

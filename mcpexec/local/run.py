@@ -15,15 +15,17 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from kubernetes.utils.quantity import parse_quantity
+from pydantic import ValidationError
 
 from gateway.local.in_process import LocalGateway
 from gateway.pii import presidio_detector
 from gateway.settings import LLMUpstream
-from mcpexec.api.agenttask import AgentTask, runtime_task_config
+from mcpexec.api.agenttask import AgentTask, Phase, runtime_task_config
 from mcpexec.api.mcpserver import MCPServerSpec
+from mcpexec.api.result import RuntimeResult
+from mcpexec.local.hostfs import UnsafeHostFile, read_beneath
 from mcpexec.local.sandbox.base import Completed, Sandbox, SandboxRun
 from runtime import contract
 
@@ -69,20 +71,32 @@ def _cpu_millicores(task: AgentTask) -> int:
     return max(1, int(parse_quantity(task.spec.resources.limits.cpu or DEFAULT_CPU) * 1000))
 
 
-def _read_result(result_file: Path, completed: Completed) -> dict[str, Any]:
+def _sandbox_stopped(completed: Completed, why: str) -> RuntimeResult:
+    detail = (completed.stderr or completed.stdout).strip()[-2000:]
+    return RuntimeResult(
+        phase=Phase.FAILED,
+        error=f"the sandbox stopped before the task finished (exit {completed.exit_code}): {why}"
+        f"{': ' + detail if detail else ''}",
+    )
+
+
+def _read_result(workspace: Path, completed: Completed) -> RuntimeResult | None:
+    """The runtime's result.json, read as untrusted (no links, a regular file, bounded, the contract's shape);
+    None when the task timed out. Success needs both the result's word and a zero exit."""
     if completed.timed_out:
-        return {"phase": "TimedOut", "result": "", "error": "the task ran past its timeoutSeconds"}
+        return None
+    relative = str(Path(contract.LOCAL_RESULT_FILE).relative_to(contract.WORKSPACE))
     try:
-        loaded: dict[str, Any] = json.loads(result_file.read_text())
-        return loaded
-    except (OSError, ValueError):
-        detail = (completed.stderr or completed.stdout).strip()[-2000:]
-        return {
-            "phase": "Failed",
-            "result": "",
-            "error": f"the sandbox stopped before the task finished (exit {completed.exit_code}): it hit its memory "
-            f"or process limit, or could not start{': ' + detail if detail else ''}",
-        }
+        result = RuntimeResult.model_validate_json(read_beneath(workspace, relative, contract.RESULT_LIMIT))
+    except FileNotFoundError:
+        return _sandbox_stopped(completed, "it hit its memory or process limit, or could not start")
+    except UnsafeHostFile as exc:
+        return _sandbox_stopped(completed, f"its result was refused: {exc}")
+    except ValidationError:
+        return _sandbox_stopped(completed, "its result.json is not a result (docs/contracts.md)")
+    if result.phase == Phase.SUCCEEDED and completed.exit_code != 0:
+        return _sandbox_stopped(completed, "the result says Succeeded, the exit code says otherwise")
+    return result
 
 
 @dataclass(frozen=True)
@@ -174,12 +188,12 @@ async def run_task(
     finally:
         await gateway.stop()
         shutil.rmtree(paths.socket.parent, ignore_errors=True)
-    result = _read_result(paths.workspace / Path(contract.LOCAL_RESULT_FILE).relative_to(contract.WORKSPACE), completed)
+    result = _read_result(paths.workspace, completed)
     # The gateway counted the calls it served; the sandbox's own count cannot inflate or hide them.
     return LocalOutcome(
-        phase=str(result.get("phase", "Failed")),
-        result=str(result.get("result", "")),
-        error=result.get("error"),
+        phase=Phase.TIMED_OUT if result is None else result.phase,
+        result="" if result is None else result.result,
+        error="the task ran past its timeoutSeconds" if result is None else result.error,
         usage=usage,
         workspace=paths.workspace,
         sandbox=sandbox.name,

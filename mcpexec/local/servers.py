@@ -12,6 +12,7 @@ from pydantic import BaseModel, Field
 
 from mcpexec.api.mcpserver import MCPServerSpec
 from mcpexec.api.meta import DNS1123_LABEL
+from mcpexec.local.yaml_files import YamlFileError, load_documents
 
 
 class ServersFile(BaseModel):
@@ -21,8 +22,11 @@ class ServersFile(BaseModel):
 
 
 def load_servers_file(path: Path) -> dict[str, MCPServerSpec]:
-    """Read and validate a servers file; raises OSError, yaml.YAMLError or pydantic.ValidationError."""
-    return ServersFile.model_validate(yaml.safe_load(path.read_text())).servers
+    """Read and validate a servers file; raises OSError, YamlFileError or pydantic.ValidationError."""
+    documents = load_documents(path)
+    if len(documents) != 1:
+        raise YamlFileError(f"{path} must hold exactly one YAML document, found {len(documents)}")
+    return ServersFile.model_validate(documents[0]).servers
 
 
 def embedded_servers() -> dict[str, MCPServerSpec]:

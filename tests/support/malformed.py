@@ -41,4 +41,10 @@ MALFORMED_TASKS: list[tuple[str, dict[str, Any], str]] = [
     ("unknown field", agenttask("x", retries=3), 'unknown field "spec.retries"'),
     ("name too long", {**agenttask("x"), "metadata": {"name": "a" * 49}}, "metadata.name"),
     ("ttl negative", agenttask("x", ttlSecondsAfterFinished=-1), "spec.ttlSecondsAfterFinished"),
+    # JSON types, as the API server checks them: no string or boolean stands in for a number.
+    ("timeout as a string", agenttask("x", timeoutSeconds="60"), "must be of type integer"),
+    ("timeout as a boolean", agenttask("x", timeoutSeconds=True), "must be of type integer"),
+    ("max turns as a string", agenttask("x", prompt="hi", code=None, maxTurns="5"), "must be of type integer"),
+    ("ttl as a string", agenttask("x", ttlSecondsAfterFinished="60"), "must be of type integer"),
+    ("readOnly as a string", agenttask("x", skills={"owner": "a", "readOnly": "yes"}), "must be of type boolean"),
 ]

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 
 from mcpexec.local.sandbox.base import RUNTIME_PACKAGE, Completed, SandboxRun
+from mcpexec.local.sandbox.capture import run_bounded
 from runtime.contract import SKILLS, SOCKET_DIR, TASK_DIR, WORKSPACE
 
 
@@ -28,18 +28,4 @@ class UnsafeProcessSandbox:
                     value = value.replace(inside, host, 1)
                     break
             env[key] = value
-        try:
-            proc = subprocess.run(
-                [sys.executable, "-m", "runtime"],
-                cwd=run.workspace,
-                env=env,
-                stdin=subprocess.DEVNULL,
-                capture_output=True,
-                text=True,
-                errors="replace",
-                timeout=run.timeout_seconds + 10,
-            )
-        except subprocess.TimeoutExpired as exc:
-            out = exc.stdout.decode(errors="replace") if isinstance(exc.stdout, bytes) else (exc.stdout or "")
-            return Completed(-9, out, "", timed_out=True)
-        return Completed(proc.returncode, proc.stdout, proc.stderr, timed_out=False)
+        return run_bounded([sys.executable, "-m", "runtime"], run.timeout_seconds + 10, cwd=run.workspace, env=env)

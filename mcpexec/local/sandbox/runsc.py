@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from mcpexec.local.sandbox.base import RUNTIME_PACKAGE, RUNTIME_PARENT, Completed, SandboxError, SandboxRun
+from mcpexec.local.sandbox.capture import run_bounded
 from runtime.contract import SANDBOX_UID, SKILLS, SOCKET_DIR, TASK_DIR, WORKSPACE
 
 SANDBOX_PYTHON = "/usr/bin/python3"
@@ -113,22 +114,6 @@ class RunscSandbox:
             container = f"mcpexec-{uuid.uuid4().hex[:12]}"
             base = [self.runsc, "--root", str(state), "--network=none", "--fsgofer-host-uds"]
             try:
-                proc = subprocess.run(
-                    [*base, "run", "--bundle", str(bundle), container],
-                    stdin=subprocess.DEVNULL,
-                    capture_output=True,
-                    text=True,
-                    errors="replace",
-                    timeout=run.timeout_seconds + 10,
-                )
-                return Completed(proc.returncode, proc.stdout, proc.stderr, timed_out=False)
-            except subprocess.TimeoutExpired as exc:
-                return Completed(-9, _text(exc.stdout), _text(exc.stderr), timed_out=True)
+                return run_bounded([*base, "run", "--bundle", str(bundle), container], run.timeout_seconds + 10)
             finally:
                 subprocess.run([*base, "delete", "--force", container], capture_output=True, check=False)
-
-
-def _text(value: bytes | str | None) -> str:
-    if isinstance(value, bytes):
-        return value.decode(errors="replace")
-    return value or ""

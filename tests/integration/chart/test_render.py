@@ -15,6 +15,7 @@ import yaml
 
 from controller.settings import OperatorSettings
 from gateway.settings import GatewaySettings, Limits
+from mcpexec.local.yaml_files import UniqueKeyLoader
 from tests.support.chart import CHART, helm, render
 from tests.support.components import REPO
 
@@ -47,17 +48,6 @@ VALUE_SETS = {
 ALL_SETS = pytest.mark.parametrize("values", list(VALUE_SETS.values()), ids=list(VALUE_SETS))
 
 
-class _UniqueKeyLoader(yaml.SafeLoader):
-    """YAML that refuses a key twice in one mapping (PyYAML would keep the last one silently)."""
-
-    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
-        keys = [self.construct_object(key, deep=deep) for key, _ in node.value]
-        twice = sorted({str(key) for key in keys if keys.count(key) > 1})
-        if twice:
-            raise yaml.constructor.ConstructorError(None, None, f"keys given twice: {twice}", node.start_mark)
-        return super().construct_mapping(node, deep)
-
-
 def _by_kind(docs: list[dict[str, Any]], kind: str) -> dict[str, dict[str, Any]]:
     return {d["metadata"]["name"]: d for d in docs if d["kind"] == kind}
 
@@ -84,7 +74,7 @@ def test_chart_app_version_is_the_project_version() -> None:
 def test_rendered_yaml_has_no_duplicate_keys(values: list[str]) -> None:
     done = helm("template", "rel", str(CHART), "--include-crds", *values)
     assert done.returncode == 0, done.stderr
-    assert [doc for doc in yaml.load_all(done.stdout, Loader=_UniqueKeyLoader) if doc]
+    assert [doc for doc in yaml.load_all(done.stdout, Loader=UniqueKeyLoader) if doc]
 
 
 @ALL_SETS
