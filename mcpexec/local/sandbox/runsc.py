@@ -26,9 +26,14 @@ from typing import Any
 
 from mcpexec.local.sandbox.base import RUNTIME_PACKAGE, RUNTIME_PARENT, Completed, SandboxError, SandboxRun
 from mcpexec.local.sandbox.capture import run_bounded
+from mcpexec.local.sandbox.watchdog import Watch
+from mcpexec.local.sandbox.watchdog import finished as watchdog_finished
+from mcpexec.local.sandbox.watchdog import start as watchdog_start
 from runtime.contract import SANDBOX_UID, SKILLS, SOCKET_DIR, TASK_DIR, WORKSPACE
 
 SANDBOX_PYTHON = "/usr/bin/python3"
+# Past the task's timeoutSeconds (the runtime's own timer), how long before the sandbox is killed.
+KILL_GRACE_SECONDS = 10
 HOST_READ_ONLY = ("/usr", "/lib", "/lib64", "/bin")
 CFS_PERIOD_US = 100_000
 HOST_TASKS_PER_PROCESS = 16  # host pids a guest process may cost under ptrace (measured: ~9), with margin
@@ -113,7 +118,12 @@ class RunscSandbox:
             (bundle / "config.json").write_text(json.dumps(oci_config(run)))
             container = f"mcpexec-{uuid.uuid4().hex[:12]}"
             base = [self.runsc, "--root", str(state), "--network=none", "--fsgofer-host-uds"]
+            # The sandbox dies at its deadline even if this process is killed (see watchdog.py).
+            deadline = run.timeout_seconds + KILL_GRACE_SECONDS
+            watch = Watch(self.runsc, state, container, deadline + KILL_GRACE_SECONDS, (Path(tmp), run.socket_dir))
+            watchdog = watchdog_start(watch)
             try:
-                return run_bounded([*base, "run", "--bundle", str(bundle), container], run.timeout_seconds + 10)
+                return run_bounded([*base, "run", "--bundle", str(bundle), container], deadline)
             finally:
                 subprocess.run([*base, "delete", "--force", container], capture_output=True, check=False)
+                watchdog_finished(watchdog)
