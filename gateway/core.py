@@ -56,8 +56,9 @@ class GatewayCore:
         self._reaper = asyncio.create_task(self._reap_forever(reap_every_seconds), name="gateway-reaper")
 
     async def forget(self, scope: str) -> None:
-        """Drop a task's sessions, limiter and detectors (its vault entries expire with their TTL)."""
+        """Drop a task's sessions, limiter, detectors and usage (its vault entries expire with their TTL)."""
         self.caller.owners.pop(scope, None)
+        self.usage.forget(scope)
         self.rate_limits.forget(scope)
         self.tokenizer.forget(scope)
         await self.pool.release(scope)

@@ -1,4 +1,6 @@
-"""Per-task usage counters (tool calls, LLM turns, tokens), read back by `mcpexec run` for the result."""
+"""Per-task usage counters (tool calls, LLM turns, tokens), read back by `mcpexec run` for the result.
+
+Keyed by the task's scope (name and uid), and dropped with the task's other state when it ends."""
 
 from __future__ import annotations
 
@@ -9,8 +11,11 @@ class UsageMeter:
     def __init__(self) -> None:
         self._by_task: dict[str, Usage] = {}
 
-    def of(self, task_id: str) -> Usage:
-        return self._by_task.setdefault(task_id, Usage())
+    def of(self, scope: str) -> Usage:
+        return self._by_task.setdefault(scope, Usage())
 
-    def forget(self, task_id: str) -> None:
-        self._by_task.pop(task_id, None)
+    def forget(self, scope: str) -> None:
+        self._by_task.pop(scope, None)
+
+    def __len__(self) -> int:
+        return len(self._by_task)

@@ -96,7 +96,7 @@ class LLMProxy:
             self._metrics.llm_requests.labels(outcome).inc()
             audit.record(ctx, "llm", model, time.perf_counter() - started, outcome)
         answer.choices = await self._tokenizer.tokenize(ctx, answer.choices)
-        usage = self._usage.of(ctx.task_id)
+        usage = self._usage.of(ctx.scope)
         usage.llm_turns += 1
         if answer.usage is not None:
             usage.tokens_in += answer.usage.prompt_tokens

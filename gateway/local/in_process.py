@@ -14,6 +14,7 @@ from gateway.web.app import create_app
 from gateway.web.serving import BackgroundServer
 from mcpexec.api.agenttask import AgentTask
 from mcpexec.api.mcpserver import MCPServerSpec
+from mcpexec.api.usage import Usage
 
 
 class LocalGateway:
@@ -67,4 +68,6 @@ class LocalGateway:
 
     def usage(self, task_id: str) -> dict[str, int]:
         """`{"llmTurns", "tokensIn", "tokensOut", "toolCalls"}` as in the result's usage (docs/contracts.md)."""
-        return self.core.usage.of(task_id).model_dump(by_alias=True)
+        context = self._authority.context(task_id)
+        usage = self.core.usage.of(context.scope) if context is not None else Usage()
+        return usage.model_dump(by_alias=True)

@@ -6,6 +6,7 @@ import time
 from typing import Any
 
 import jsonschema
+import mcp_types as types
 from jsonschema.exceptions import SchemaError
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -14,7 +15,7 @@ from gateway.errors import GatewayError, InvalidArguments
 from gateway.pii.tokenizer import PiiTokenizer
 from gateway.sessions.pool import SessionPool
 from gateway.telemetry import audit
-from gateway.telemetry.metrics import GatewayMetrics
+from gateway.telemetry.metrics import UNKNOWN_LABEL, GatewayMetrics
 from gateway.tools.catalog import Catalog
 from gateway.usage import UsageMeter
 
@@ -74,8 +75,12 @@ class ToolCaller:
     async def call(self, ctx: TaskContext, server: str, tool: str, request: CallRequest) -> CallResult:
         started = time.perf_counter()
         outcome = "ok"
+        # Metric labels name only tools the catalog knows: names from the URL would make a series each.
+        labels = (UNKNOWN_LABEL, UNKNOWN_LABEL)
         try:
-            result = await self._call(ctx, server, tool, request.arguments)
+            definition = await self._catalog.tool(ctx, server, tool)
+            labels = (server, tool)
+            result = await self._call(ctx, server, tool, definition, request.arguments)
             outcome = "tool_error" if result.is_error else "ok"
             return result
         except GatewayError as exc:
@@ -84,19 +89,20 @@ class ToolCaller:
             raise
         finally:
             elapsed = time.perf_counter() - started
-            self._metrics.tool_calls.labels(server, tool, outcome).inc()
-            self._metrics.tool_latency.labels(server).observe(elapsed)
+            self._metrics.tool_calls.labels(*labels, outcome).inc()
+            self._metrics.tool_latency.labels(labels[0]).observe(elapsed)
             audit.record(ctx, "call", f"{server}/{tool}", elapsed, outcome)
 
-    async def _call(self, ctx: TaskContext, server: str, tool: str, arguments: dict[str, Any]) -> CallResult:
-        definition = await self._catalog.tool(ctx, server, tool)
+    async def _call(
+        self, ctx: TaskContext, server: str, tool: str, definition: types.Tool, arguments: dict[str, Any]
+    ) -> CallResult:
         real = await self._tokenizer.detokenize(ctx, arguments)
         problems = _schema_errors(self._validator(server, tool, definition.input_schema), real)
         if problems:
             raise InvalidArguments(f"arguments do not match {server}/{tool}'s inputSchema: " + "; ".join(problems))
         self.owners[ctx.scope] = ctx.expires_at
         connection = self._pool.connection(ctx.scope, self._catalog.server_key(ctx, server))
-        self._usage.of(ctx.task_id).tool_calls += 1
+        self._usage.of(ctx.scope).tool_calls += 1
         result = await connection.call_tool(tool, real, wait=0 if connection.failing else self._pool.connect_wait)
         dumped = result.model_dump(by_alias=True, exclude_none=True, mode="json")
         answer = {"content": dumped.get("content", []), "isError": bool(dumped.get("isError"))}

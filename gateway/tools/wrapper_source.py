@@ -28,8 +28,9 @@ def annotation(schema: Any) -> str:
     """A Python type for a JSON schema; anything it cannot express becomes `Any`."""
     if not isinstance(schema, dict):
         return "Any"
-    if "enum" in schema and all(isinstance(v, str | int | bool) or v is None for v in schema["enum"]):
-        return f"Literal[{', '.join(repr(v) for v in schema['enum'])}]"
+    enum = schema.get("enum")
+    if isinstance(enum, list) and enum and all(isinstance(v, str | int | bool) or v is None for v in enum):
+        return f"Literal[{', '.join(repr(v) for v in enum)}]"
     if "const" in schema and isinstance(schema["const"], str | int | bool):
         return f"Literal[{schema['const']!r}]"
     for key in ("anyOf", "oneOf"):
@@ -49,7 +50,17 @@ def _union(parts: list[str]) -> str:
 
 
 def _doc_line(text: str) -> str:
-    return " ".join(text.split()).replace('"""', "'''").replace("\\", "\\\\")
+    """One line of docstring that cannot end its literal, whatever a server wrote: backslashes and quotes are
+    escaped, anything unprintable (NUL, controls, lone surrogates) is written as an escape."""
+    return "".join(_doc_char(ch) for ch in " ".join(text.split()))
+
+
+def _doc_char(ch: str) -> str:
+    if ch == '"':
+        return '\\"'
+    if ch == "\\" or not ch.isprintable():
+        return ch.encode("unicode_escape").decode("ascii")
+    return ch
 
 
 def _function(server: str, tool: types.Tool, fname: str) -> str:

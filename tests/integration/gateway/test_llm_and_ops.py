@@ -150,3 +150,28 @@ def test_audit_log_and_metrics(small_gateway: GatewayThread, caplog: pytest.LogC
     assert 'mcpexec_gateway_errors_total{code="invalid_arguments"}' in metrics
     assert 'mcpexec_gateway_pii_detections_total{entity="EMAIL"}' in metrics
     assert "mcpexec_gateway_tool_call_seconds_bucket" in metrics
+
+
+def test_names_from_the_url_do_not_become_metric_series(gateway: GatewayThread) -> None:
+    """Calls to tools and servers the task does not have all count under one `(unknown)` series (issue 17)."""
+    task = make_task("cardinality", ["demo"])
+    with gateway.client_for(task) as c:
+        before = c.get("/metrics").text.count("\n")
+        for i in range(30):  # under the default rate limit
+            assert c.post(f"/v1/tools/demo/nope{i}/call", json={"arguments": {}}).status_code == 404
+            assert c.post(f"/v1/tools/srv{i}/tool/call", json={"arguments": {}}).status_code == 404
+        metrics = c.get("/metrics").text
+    assert "nope" not in metrics and "srv1" not in metrics
+    assert 'mcpexec_gateway_tool_calls_total{outcome="not_found",server="(unknown)",tool="(unknown)"}' in metrics
+    assert metrics.count("\n") - before < 30  # one new series and its histogram, not 60
+
+
+def test_a_tasks_usage_is_dropped_when_it_is_unregistered(small_gateway: GatewayThread) -> None:
+    task = make_task("usage-forgotten", ["demo"])
+    with small_gateway.client_for(task) as c:
+        c.post("/v1/tools/demo/search_customers/call", json={"arguments": {"query": "x"}})
+    meter = small_gateway.gateway.core.usage
+    assert small_gateway.gateway.usage(task.task_id)["toolCalls"] == 1
+    held = len(meter)
+    small_gateway.run(small_gateway.gateway.unregister_task(task.task_id))
+    assert len(meter) == held - 1
