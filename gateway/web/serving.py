@@ -9,9 +9,11 @@ from collections.abc import Iterator
 import uvicorn
 from starlette.applications import Starlette
 
-# uvicorn's C HTTP/1.1 parser (httptools), named so a missing package fails at start instead of silently falling
-# back to the pure-Python h11 implementation.
-HTTP = "httptools"
+from gateway.web.bounded_http import BoundedHttpToolsProtocol
+
+# uvicorn's C HTTP/1.1 parser (httptools), with bounds on request heads and connections (bounded_http.py); a class,
+# so a missing package fails at start instead of silently falling back to the pure-Python h11 implementation.
+HTTP = BoundedHttpToolsProtocol
 
 
 class _EmbeddedServer(uvicorn.Server):
