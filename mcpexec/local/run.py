@@ -54,6 +54,14 @@ def state_root() -> Path:
     return Path(os.environ.get("MCPEXEC_HOME", Path.home() / ".local" / "share" / "mcpexec"))
 
 
+def _only_for_sandbox(path: Path, mode: int) -> None:
+    """The gateway's socket and its directory: reachable by the sandbox's uid (gVisor connects as it) and root,
+    not by other users of this machine. Without root the sandbox runs as this user, who owns them already."""
+    if os.geteuid() == 0:
+        os.chown(path, contract.SANDBOX_UID, contract.SANDBOX_UID)
+    path.chmod(mode)
+
+
 def _writable_by_sandbox(path: Path) -> Path:
     path.mkdir(parents=True, exist_ok=True)
     if os.geteuid() == 0:
@@ -119,7 +127,7 @@ def _prepare(task: AgentTask) -> RunPaths:
     skills = task.spec.skills
     # Unix socket paths are limited to ~100 bytes: the socket lives in a short temporary directory.
     socket_dir = Path(tempfile.mkdtemp(prefix="mcpexec-gw-"))
-    socket_dir.chmod(0o755)
+    _only_for_sandbox(socket_dir, 0o700)
     workspace = _writable_by_sandbox(run_dir / "workspace")
     _writable_by_sandbox(workspace / Path(contract.LOCAL_TMP).relative_to(contract.WORKSPACE))
     return RunPaths(
@@ -153,7 +161,7 @@ async def run_task(
     )
     try:
         await gateway.start(str(paths.socket))
-        os.chmod(paths.socket, 0o666)
+        _only_for_sandbox(paths.socket, 0o600)
         token = gateway.register_task(task, ttl_seconds=task.spec.timeout_seconds + 60)
         run = SandboxRun(
             workspace=paths.workspace,

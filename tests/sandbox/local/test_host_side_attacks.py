@@ -8,6 +8,8 @@ import os
 import pty
 import subprocess
 import sys
+import tempfile
+import time
 from pathlib import Path
 
 import pytest
@@ -165,3 +167,23 @@ def test_escape_sequences_in_the_result_do_not_reach_the_terminal(tmp_path: Path
     assert "\x1b" not in shown and "\x9b" not in shown and "\x07" not in shown
     assert "\\x1b]52;c;ZXZpbA==" in shown
     assert "\x1b]52;c;ZXZpbA==" in _on_a_terminal(task, "--raw")
+
+
+def test_other_users_of_the_machine_cannot_reach_the_gateway(tmp_path: Path) -> None:
+    """While a task runs, its gateway socket answers the sandbox but refuses another local uid (issue 17)."""
+    task = _task_file(tmp_path, "import time\ntime.sleep(4)\nprint('served', bool(call_tool('demo/list_customers', {})))")
+    before = set(Path(tempfile.gettempdir()).glob("mcpexec-gw-*/gateway.sock"))
+    cli = subprocess.Popen([sys.executable, "-m", "mcpexec.local.cli", "run", str(task)], cwd=REPO,
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
+    deadline = time.monotonic() + 60
+    while not (sockets := set(Path(tempfile.gettempdir()).glob("mcpexec-gw-*/gateway.sock")) - before):
+        assert time.monotonic() < deadline and cli.poll() is None, "the gateway socket never appeared"
+        time.sleep(0.05)
+    (sock,) = sockets
+    probe = "import socket, sys\ns = socket.socket(socket.AF_UNIX)\ns.connect(sys.argv[1])"
+    stranger = subprocess.run(  # the system python: the venv may be unreadable for that uid
+        ["/usr/bin/python3", "-c", probe, str(sock)], user=1000, group=1000, capture_output=True, text=True
+    )
+    out, err = cli.communicate(timeout=120)
+    assert stranger.returncode != 0 and "PermissionError" in stranger.stderr, stranger.stderr
+    assert cli.returncode == 0 and "served True" in out, err
