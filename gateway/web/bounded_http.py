@@ -41,6 +41,7 @@ class BoundedHttpToolsProtocol(HttpToolsProtocol):
         self._peer: str | None = None
         self._head_bytes: int | None = 0  # None once the current request's head is complete
         self._head_timer: asyncio.TimerHandle | None = None
+        self._request_read = True  # no request in progress
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
@@ -79,12 +80,26 @@ class BoundedHttpToolsProtocol(HttpToolsProtocol):
         self._stop_head_timer()
         super().on_headers_complete()
 
+    def on_message_begin(self) -> None:
+        self._request_read = False
+        super().on_message_begin()
+
+    def on_message_complete(self) -> None:
+        # The next bytes are the next request's head; it may only be waited for once this one is answered (an
+        # early answer, e.g. 413 to an upload still arriving, comes before the rest of the body is read).
+        self._request_read = True
+        self._head_bytes = 0
+        super().on_message_complete()
+        if self.cycle is None or self.cycle.response_complete:
+            self._await_head()
+
     def on_response_complete(self) -> None:
         super().on_response_complete()
-        if not self.transport.is_closing():
+        if self._request_read and not self.transport.is_closing():
             self._await_head()
 
     def _await_head(self) -> None:
+        """Counts the next request head's bytes and time: from now until its headers are complete."""
         self._head_bytes = 0
         self._stop_head_timer()
         self._head_timer = self.loop.call_later(HEAD_SECONDS, self._head_too_slow)
