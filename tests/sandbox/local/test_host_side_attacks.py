@@ -171,7 +171,8 @@ def test_escape_sequences_in_the_result_do_not_reach_the_terminal(tmp_path: Path
 
 def test_other_users_of_the_machine_cannot_reach_the_gateway(tmp_path: Path) -> None:
     """While a task runs, its gateway socket answers the sandbox but refuses another local uid (issue 17)."""
-    task = _task_file(tmp_path, "import time\ntime.sleep(4)\nprint('served', bool(call_tool('demo/list_customers', {})))")
+    code = "import time\ntime.sleep(4)\nprint('served', bool(call_tool('demo/list_customers', {})))"
+    task = _task_file(tmp_path, code)
     before = set(Path(tempfile.gettempdir()).glob("mcpexec-gw-*/gateway.sock"))
     cli = subprocess.Popen([sys.executable, "-m", "mcpexec.local.cli", "run", str(task)], cwd=REPO,
                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
