@@ -11,6 +11,7 @@ from collections.abc import Callable
 from gateway.context import Authenticator, TaskContext
 from gateway.llm.proxy import LLMProxy
 from gateway.pii.detectors import Detector
+from gateway.pii.protection import DEFAULT_MINIMUM, protection_for
 from gateway.pii.tokenizer import PiiTokenizer
 from gateway.pii.vault import Vault
 from gateway.ratelimit import MemoryRateLimits, TaskRateLimits
@@ -21,6 +22,7 @@ from gateway.tools.calls import ToolCaller
 from gateway.tools.catalog import Catalog, ServerKey, local_server_key
 from gateway.usage import UsageMeter
 from mcpexec.api.mcpserver import MCPServerSpec
+from mcpexec.api.pii import PiiEntity
 
 log = logging.getLogger("mcpexec.gateway")
 
@@ -34,7 +36,8 @@ class GatewayCore:
         llm: LLMUpstream | None = None,
         limits: Limits | None = None,
         server_headers: Callable[[str], dict[str, str]] | None = None,
-        extra_detector: Callable[[TaskContext], Detector | None] = lambda _ctx: None,
+        ner: Callable[[frozenset[PiiEntity]], Detector | None] = lambda _entities: None,
+        pii_minimum: frozenset[PiiEntity] = DEFAULT_MINIMUM,
         server_key: ServerKey = local_server_key,
         rate_limits: TaskRateLimits | None = None,
     ) -> None:
@@ -45,11 +48,24 @@ class GatewayCore:
         self.vault = vault
         self.pool = SessionPool(servers, self.limits.max_result_bytes, server_headers)
         self.catalog = Catalog(self.pool, server_key)
-        self.tokenizer = PiiTokenizer(vault, self.limits.vault_ttl_seconds, self.metrics.count_pii, extra_detector)
+        ner(pii_minimum)  # a minimum this gateway cannot detect is a configuration error: said at start, not per task
+        self.tokenizer = PiiTokenizer(
+            vault,
+            self.limits.vault_ttl_seconds,
+            protection_for(pii_minimum, self.catalog.spec),
+            self.metrics.count_pii,
+            ner,
+        )
         self.rate_limits = rate_limits or MemoryRateLimits(self.limits.requests_per_second)
         self.caller = ToolCaller(self.catalog, self.pool, self.tokenizer, self.usage, self.metrics)
         self.llm = LLMProxy(llm, self.tokenizer, self.usage, self.metrics)
         self._reaper: asyncio.Task[None] | None = None
+        self.active: dict[str, float] = {}  # task scope -> token expiry: whose per-task state to drop, and when
+
+    def admit(self, ctx: TaskContext) -> None:
+        """An authenticated request of this task: its per-task state (sessions, limiter, vault index, usage) is
+        dropped once its token has expired."""
+        self.active[ctx.scope] = ctx.expires_at
 
     async def start(self, reap_every_seconds: float = 15.0) -> None:
         self.pool.start_catalog()
@@ -57,7 +73,7 @@ class GatewayCore:
 
     async def forget(self, scope: str) -> None:
         """Drop a task's sessions, limiter, detectors and usage (its vault entries expire with their TTL)."""
-        self.caller.owners.pop(scope, None)
+        self.active.pop(scope, None)
         self.usage.forget(scope)
         self.rate_limits.forget(scope)
         self.tokenizer.forget(scope)
@@ -67,7 +83,7 @@ class GatewayCore:
         while True:
             await asyncio.sleep(every)
             now = time.time()
-            for scope in [s for s, until in self.caller.owners.items() if until <= now]:
+            for scope in [s for s, until in self.active.items() if until <= now]:
                 log.info("closing sessions of expired task", extra={"scope": scope})
                 await self.forget(scope)
 

@@ -8,6 +8,7 @@ from pydantic import AliasChoices, BaseModel, Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from mcpexec.api.meta import GATEWAY_AUDIENCE
+from mcpexec.api.pii import BUILTIN_ENTITIES, PiiEntity
 
 
 class LLMUpstream(BaseModel):
@@ -77,6 +78,11 @@ class GatewaySettings(LLMSettings):
     # PERSON/LOCATION detection (gateway/pii/presidio_detector.py): off unless the image has mcpexec[presidio].
     pii_ner: Literal["off", "presidio"] = Field(
         default="off", validation_alias=AliasChoices("MCPEXEC_PII_NER", "pii_ner")
+    )
+    # The cluster admin's floor: every task's data is checked for these, whatever its spec or its servers declare.
+    pii_minimum_entities: list[PiiEntity] = Field(
+        default_factory=lambda: list(BUILTIN_ENTITIES),
+        validation_alias=AliasChoices("MCPEXEC_PII_MINIMUM_ENTITIES", "pii_minimum_entities"),
     )
     requests_per_second: int = Field(
         default=100, ge=1, validation_alias=AliasChoices("MCPEXEC_GATEWAY_REQUESTS_PER_SECOND", "requests_per_second")

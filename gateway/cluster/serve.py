@@ -13,6 +13,7 @@ from gateway.cluster.directory import KubeDirectory
 from gateway.cluster.server_status import ServerStatusReporter
 from gateway.cluster.servers import ClusterServers
 from gateway.core import GatewayCore
+from gateway.errors import PiiDetectorUnavailable
 from gateway.pii import presidio_detector
 from gateway.pii.vault import RedisVault
 from gateway.ratelimit import SharedRateLimits
@@ -41,17 +42,21 @@ async def serve(settings: GatewaySettings) -> None:
     servers = ClusterServers(directory, settings.servers_refresh_seconds, frozenset(settings.stdio_server_namespaces))
     await servers.refresh()
     limits = settings.limits()
-    core = GatewayCore(
-        ClusterAuthenticator(directory, settings.audience),
-        servers.specs,
-        RedisVault(settings.redis_url),
-        settings.llm(),
-        limits,
-        server_headers=servers.headers,
-        server_key=namespaced_server_key,
-        rate_limits=SharedRateLimits(settings.redis_url, limits.requests_per_second),
-        extra_detector=presidio_detector.ner_for_tasks(settings.pii_ner == "presidio"),
-    )
+    try:
+        core = GatewayCore(
+            ClusterAuthenticator(directory, settings.audience),
+            servers.specs,
+            RedisVault(settings.redis_url),
+            settings.llm(),
+            limits,
+            server_headers=servers.headers,
+            server_key=namespaced_server_key,
+            rate_limits=SharedRateLimits(settings.redis_url, limits.requests_per_second),
+            ner=presidio_detector.ner_for(settings.pii_ner == "presidio"),
+            pii_minimum=frozenset(settings.pii_minimum_entities),
+        )
+    except PiiDetectorUnavailable as exc:
+        raise SystemExit(f"MCPEXEC_PII_MINIMUM_ENTITIES: {exc.message}") from None
     refresher = asyncio.create_task(servers.refresh_forever(), name="mcpserver-refresh")
     reporter = ServerStatusReporter(directory, servers, core.catalog)
     status_reports = asyncio.create_task(reporter.report_forever(STATUS_EVERY_SECONDS), name="mcpserver-status")

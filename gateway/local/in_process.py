@@ -32,8 +32,8 @@ class LocalGateway:
         self._servers = dict(servers)
         self._authority = LocalTaskAuthority()
         vault: Vault = RedisVault(redis_url) if redis_url else MemoryVault()
-        detector = presidio_detector.ner_for_tasks(pii_ner)
-        self.core = GatewayCore(self._authority, lambda: self._servers, vault, llm, limits, extra_detector=detector)
+        detector = presidio_detector.ner_for(pii_ner)
+        self.core = GatewayCore(self._authority, lambda: self._servers, vault, llm, limits, ner=detector)
         self.app = create_app(self.core)
         self._http: BackgroundServer | None = None
 

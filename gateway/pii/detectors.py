@@ -1,6 +1,8 @@
-"""Finding PII in text: regex candidates confirmed by checksums (Luhn, IBAN, SSN rules), phonenumbers, ipaddress.
+"""Finding PII in text: regex candidates confirmed by checksums (Luhn, IBAN, SSN rules), phonenumbers, ipaddress;
+and the task's custom patterns, matched by RE2.
 
-Overlaps resolve by entity priority, then length: an IBAN's digits are never also reported as a phone number.
+Overlaps resolve by entity priority, then length: an IBAN's digits are never also reported as a phone number, and a
+custom pattern never takes a span from a built-in entity (it only adds detections).
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from phonenumbers.phonenumberutil import _PLUS_CHARS, _VALID_PUNCTUATION
 from stdnum import iban, luhn
 from stdnum.us import ssn
 
-from mcpexec.api.agenttask import CustomPattern, PiiEntity
+from mcpexec.api.pii import CustomPattern, PiiEntity, compile_linear
 
 
 @dataclass(frozen=True, order=True)
@@ -133,28 +135,34 @@ def resolve_overlaps(ranked: Iterable[Detection]) -> list[Detection]:
     return kept
 
 
-class PatternDetector:
-    """The built-in detector for the task's entity list and custom patterns."""
+class CustomPatternDetector:
+    """A task's or server's own patterns (RE2: linear in the text, whatever the pattern). Ranked after every
+    built-in detector by the tokenizer, so a pattern like `@` adds spans but never suppresses an email."""
 
-    def __init__(
-        self,
-        entities: Sequence[PiiEntity],
-        custom: Sequence[CustomPattern] = (),
-        phone_region: str = "US",
-    ) -> None:
+    def __init__(self, custom: Sequence[CustomPattern]) -> None:
+        self._custom = [(c.name, compile_linear(c.regex)) for c in custom]
+
+    def detect(self, text: str) -> list[Detection]:
+        found = []
+        for name, pattern in self._custom:
+            found += [Detection(m.start(), m.end(), name) for m in pattern.finditer(text) if m.end() > m.start()]
+        return resolve_overlaps(found)
+
+
+class PatternDetector:
+    """The built-in detector for an entity list."""
+
+    def __init__(self, entities: Sequence[PiiEntity], phone_region: str = "US") -> None:
         wanted = set(entities)
         self._checked = [(e.value, needs, rx, ok) for e, needs, rx, ok in _CHECKED if e in wanted]
-        self._custom = [(c.name, re.compile(c.regex)) for c in custom]
         self._phones = PiiEntity.PHONE in wanted
         self._region = phone_region
         self._phone_runs = _phone_runs(phone_region)
 
     def detect(self, text: str) -> list[Detection]:
-        found: list[Detection] = []
-        for name, pattern in self._custom:
-            found += [Detection(m.start(), m.end(), name) for m in pattern.finditer(text) if m.end() > m.start()]
         if _ANY_BUILTIN.search(text) is None:  # most strings of a result: keys, words, sentences
-            return resolve_overlaps(found)
+            return []
+        found: list[Detection] = []
         has_digit = _DIGIT.search(text) is not None
         for entity, needs, pattern, valid in self._checked:
             if has_digit if needs is None else needs.search(text) is not None:

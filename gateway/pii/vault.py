@@ -1,7 +1,9 @@
 """The token vault: value <-> `[ENTITY_n]` per task scope, with a TTL. Redis in production, memory in tests/local.
 
 Both vaults number tokens per entity in order of first sight, so the same value always gets the same token
-within a task and tokens never collide across tasks (each scope has its own counters).
+within a task and tokens never collide across tasks (each scope has its own counters). Each scope also keeps a log
+of its (token, value) pairs in minting order, which every gateway replica reads from where it left off to find the
+task's values wherever they reappear (known_values.py).
 """
 
 from __future__ import annotations
@@ -26,6 +28,10 @@ class Vault(Protocol):
         """The real values behind tokens; None for tokens this scope never minted."""
         ...
 
+    async def entries(self, scope: str, start: int) -> list[tuple[str, str]]:
+        """The scope's (token, value) pairs from the `start`-th minted on, in minting order."""
+        ...
+
     async def ping(self) -> None: ...
 
     async def close(self) -> None: ...
@@ -39,6 +45,7 @@ def _token(entity: str, number: int) -> str:
 class _Scope:
     forward: dict[tuple[str, str], str] = field(default_factory=dict)
     reverse: dict[str, str] = field(default_factory=dict)
+    log: list[tuple[str, str]] = field(default_factory=list)
     counters: dict[str, int] = field(default_factory=dict)
     expires_at: float = 0.0
 
@@ -67,12 +74,17 @@ class MemoryVault:
                 token = _token(entity, entry.counters[entity])
                 entry.forward[(entity, value)] = token
                 entry.reverse[token] = value
+                entry.log.append((token, value))
             tokens.append(token)
         return tokens
 
     async def values_for(self, scope: str, tokens: Sequence[str]) -> list[str | None]:
         entry = self._live(scope)
         return [entry.reverse.get(t) if entry else None for t in tokens]
+
+    async def entries(self, scope: str, start: int) -> list[tuple[str, str]]:
+        entry = self._live(scope)
+        return entry.log[start:] if entry else []
 
     async def ping(self) -> None:
         return None
@@ -81,7 +93,7 @@ class MemoryVault:
         self._scopes.clear()
 
 
-# KEYS: forward, reverse, counters. ARGV: ttl, then entity/value pairs. One round trip, atomic across replicas.
+# KEYS: forward, reverse, counters, log. ARGV: ttl, then entity/value pairs. One round trip, atomic across replicas.
 _MINT = """
 local out = {}
 for i = 2, #ARGV, 2 do
@@ -93,10 +105,11 @@ for i = 2, #ARGV, 2 do
     token = '[' .. entity .. '_' .. n .. ']'
     redis.call('HSET', KEYS[1], field, token)
     redis.call('HSET', KEYS[2], token, value)
+    redis.call('RPUSH', KEYS[4], token, value)
   end
   out[#out + 1] = token
 end
-for k = 1, 3 do redis.call('EXPIRE', KEYS[k], ARGV[1]) end
+for k = 1, 4 do redis.call('EXPIRE', KEYS[k], ARGV[1]) end
 return out
 """
 
@@ -115,7 +128,7 @@ class RedisVault:
 
     @staticmethod
     def _keys(scope: str) -> list[str]:
-        return [f"mcpexec:pii:{{{scope}}}:{part}" for part in ("fwd", "rev", "n")]
+        return [f"mcpexec:pii:{{{scope}}}:{part}" for part in ("fwd", "rev", "n", "log")]
 
     async def tokens_for(self, scope: str, items: Sequence[tuple[str, str]], ttl_seconds: int) -> list[str]:
         if not items:
@@ -135,6 +148,13 @@ class RedisVault:
             return cast(list[str | None], await self._redis.hmget(self._keys(scope)[1], list(tokens)))
         except RedisError as exc:
             raise VaultUnavailable(f"PII vault unavailable: {type(exc).__name__}") from None
+
+    async def entries(self, scope: str, start: int) -> list[tuple[str, str]]:
+        try:
+            flat = cast(list[str], await self._redis.lrange(self._keys(scope)[3], 2 * start, -1))
+        except RedisError as exc:
+            raise VaultUnavailable(f"PII vault unavailable: {type(exc).__name__}") from None
+        return list(zip(flat[::2], flat[1::2], strict=True))
 
     async def ping(self) -> None:
         try:

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import time
+from collections.abc import Iterable
 from typing import Any
 
 import jsonschema
@@ -34,12 +36,30 @@ class CallResult(BaseModel):
     is_error: bool = Field(alias="isError")
 
 
-def _schema_errors(validator: Any, arguments: dict[str, Any]) -> list[str]:
-    """Where and which rule failed, never the offending value (it may be a real, de-tokenized one)."""
+def _shown_path(real: Any, shown: Any, path: Iterable[Any]) -> str:
+    """The JSON path of `path` (a place in the de-tokenized arguments) as the caller wrote it: keys are taken from
+    its own arguments, so a key that carried a token names the token, never the value the vault put there."""
+    where = "$"
+    for step in path:
+        if isinstance(real, dict) and isinstance(shown, dict) and step in real:
+            key = list(shown)[list(real).index(step)]
+            real, shown = real[step], shown[key]
+            where += f".{key}" if key.isidentifier() else f"[{json.dumps(key)}]"
+        elif isinstance(real, list) and isinstance(shown, list) and isinstance(step, int):
+            real, shown = real[step], shown[step]
+            where += f"[{step}]"
+        else:
+            break
+    return where
+
+
+def _schema_errors(validator: Any, real: dict[str, Any], shown: dict[str, Any]) -> list[str]:
+    """Where and which rule failed, never the offending value (it may be a real, de-tokenized one): places are named
+    from the caller's own arguments, rules from the server's schema."""
     problems = []
-    for error in sorted(validator.iter_errors(arguments), key=lambda e: list(e.absolute_path))[:5]:
+    for error in sorted(validator.iter_errors(real), key=lambda e: [str(p) for p in e.absolute_path])[:5]:
         rule = repr(error.validator_value)
-        problems.append(f"{error.json_path}: fails {error.validator!r} ({rule[:200]})")
+        problems.append(f"{_shown_path(real, shown, error.absolute_path)}: fails {error.validator!r} ({rule[:200]})")
     return problems
 
 
@@ -58,7 +78,6 @@ class ToolCaller:
         self._usage = usage
         self._metrics = metrics
         self._validators: dict[tuple[str, str], tuple[dict[str, Any], Any]] = {}
-        self.owners: dict[str, float] = {}  # task scope -> expiry, for closing sessions of finished tasks
 
     def _validator(self, server: str, tool: str, schema: dict[str, Any]) -> Any:
         cached = self._validators.get((server, tool))
@@ -78,14 +97,18 @@ class ToolCaller:
         # Metric labels name only tools the catalog knows: names from the URL would make a series each.
         labels = (UNKNOWN_LABEL, UNKNOWN_LABEL)
         try:
+            # Errors up to here (no such tool, not allowed) hold only what the sandbox sent: nothing to scan.
             definition = await self._catalog.tool(ctx, server, tool)
             labels = (server, tool)
-            result = await self._call(ctx, server, tool, definition, request.arguments)
+            try:
+                result = await self._call(ctx, server, tool, definition, request.arguments)
+            except GatewayError as exc:  # from here on a message may hold what the vault put into the arguments
+                exc.message = await self._tokenizer.tokenize(ctx, exc.message)
+                raise
             outcome = "tool_error" if result.is_error else "ok"
             return result
         except GatewayError as exc:
             outcome = exc.code
-            exc.message = await self._tokenizer.tokenize(ctx, exc.message)
             raise
         finally:
             elapsed = time.perf_counter() - started
@@ -97,10 +120,9 @@ class ToolCaller:
         self, ctx: TaskContext, server: str, tool: str, definition: types.Tool, arguments: dict[str, Any]
     ) -> CallResult:
         real = await self._tokenizer.detokenize(ctx, arguments)
-        problems = _schema_errors(self._validator(server, tool, definition.input_schema), real)
+        problems = _schema_errors(self._validator(server, tool, definition.input_schema), real, arguments)
         if problems:
             raise InvalidArguments(f"arguments do not match {server}/{tool}'s inputSchema: " + "; ".join(problems))
-        self.owners[ctx.scope] = ctx.expires_at
         connection = self._pool.connection(ctx.scope, self._catalog.server_key(ctx, server))
         self._usage.of(ctx.scope).tool_calls += 1
         result = await connection.call_tool(tool, real, wait=0 if connection.failing else self._pool.connect_wait)

@@ -26,5 +26,6 @@ async def authorize(request: Request, token: str | None) -> TaskContext:
         raise Unauthenticated("missing bearer token")
     core: GatewayCore = request.app.state.core
     ctx = await core.authenticator.authenticate(token)
+    core.admit(ctx)
     await core.rate_limits.check(ctx.scope)
     return ctx

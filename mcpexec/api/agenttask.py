@@ -6,7 +6,6 @@ copy of the same shape, and a unit test keeps the two in step.
 
 from __future__ import annotations
 
-import re
 from enum import StrEnum
 from typing import Annotated, Any, Literal, Self
 
@@ -14,8 +13,7 @@ from kubernetes.utils.quantity import parse_quantity
 from pydantic import Field, StrictBool, StrictInt, model_validator
 
 from mcpexec.api.meta import DNS1123_LABEL, Dns1123Label, Quantity, Resource, SpecModel, quantity_within
-
-ENTITY_NAME = r"^[A-Z][A-Z0-9_]*$"
+from mcpexec.api.pii import TaskPii
 
 # Children are named `mcpexec-<task>`; 48 keeps them and the Job's pods within DNS-1123 label limits.
 MAX_TASK_NAME = 48
@@ -31,27 +29,6 @@ class Phase(StrEnum):
     @property
     def finished(self) -> bool:
         return self in (Phase.SUCCEEDED, Phase.FAILED, Phase.TIMED_OUT)
-
-
-class PiiEntity(StrEnum):
-    EMAIL = "EMAIL"
-    PHONE = "PHONE"
-    CREDIT_CARD = "CREDIT_CARD"
-    US_SSN = "US_SSN"
-    IBAN = "IBAN"
-    IP_ADDRESS = "IP_ADDRESS"
-    PERSON = "PERSON"
-    LOCATION = "LOCATION"
-
-
-BUILTIN_ENTITIES: tuple[PiiEntity, ...] = (
-    PiiEntity.EMAIL,
-    PiiEntity.PHONE,
-    PiiEntity.CREDIT_CARD,
-    PiiEntity.US_SSN,
-    PiiEntity.IBAN,
-    PiiEntity.IP_ADDRESS,
-)
 
 
 class ToolPolicy(SpecModel):
@@ -77,25 +54,6 @@ class SkillsSpec(SpecModel):
     @property
     def claim_name(self) -> str:
         return f"skills-{self.owner}"
-
-
-class CustomPattern(SpecModel):
-    name: Annotated[str, Field(pattern=ENTITY_NAME, max_length=40)]
-    regex: Annotated[str, Field(min_length=1, max_length=1000)]
-
-    @model_validator(mode="after")
-    def _compiles(self) -> Self:
-        try:
-            re.compile(self.regex)
-        except (re.error, OverflowError, RecursionError) as exc:
-            raise ValueError(f"customPatterns[{self.name}].regex does not compile: {exc}") from exc
-        return self
-
-
-class PiiSpec(SpecModel):
-    enabled: bool = True
-    entities: list[PiiEntity] = Field(default_factory=lambda: list(BUILTIN_ENTITIES))
-    custom_patterns: list[CustomPattern] = Field(default_factory=list, alias="customPatterns")
 
 
 class ResourceList(SpecModel):
@@ -136,7 +94,7 @@ class AgentTaskSpec(SpecModel):
     mcp_servers: list[Dns1123Label] = Field(default_factory=list, alias="mcpServers", max_length=32)
     tools: ToolPolicy = Field(default_factory=ToolPolicy)
     skills: SkillsSpec | None = None
-    pii: PiiSpec = Field(default_factory=PiiSpec)
+    pii: TaskPii = Field(default_factory=TaskPii)
     resources: Resources = Field(default_factory=Resources)
     timeout_seconds: Annotated[StrictInt, Field(ge=1, le=86_400)] = Field(default=600, alias="timeoutSeconds")
     ttl_seconds_after_finished: Annotated[StrictInt, Field(ge=0, le=2_592_000)] | None = Field(

@@ -7,6 +7,7 @@ from typing import Annotated, Literal, Self
 from pydantic import Field, model_validator
 
 from mcpexec.api.meta import Dns1123Label, Resource, SpecModel
+from mcpexec.api.pii import PiiDeclaration
 
 
 class SecretKeyRef(SpecModel):
@@ -30,6 +31,8 @@ class MCPServerSpec(SpecModel):
     headers: dict[str, str] = Field(default_factory=dict)
     headers_from_secrets: list[HeaderFromSecret] = Field(default_factory=list, alias="headersFromSecrets")
     call_timeout_seconds: Annotated[float, Field(gt=0, le=3600)] = Field(default=60, alias="callTimeoutSeconds")
+    # The owner's word on what this server's results carry: every task that lists the server gets these tokenized.
+    pii: PiiDeclaration = Field(default_factory=PiiDeclaration)
 
     @model_validator(mode="after")
     def _transport_fields(self) -> Self:

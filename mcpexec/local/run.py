@@ -21,6 +21,7 @@ from pydantic import ValidationError
 
 from gateway.local.in_process import LocalGateway
 from gateway.pii import presidio_detector
+from gateway.pii.protection import DEFAULT_MINIMUM, combine
 from gateway.settings import LLMUpstream
 from mcpexec.api.agenttask import AgentTask, Phase, runtime_task_config
 from mcpexec.api.mcpserver import MCPServerSpec
@@ -148,10 +149,10 @@ async def run_task(
     unknown = [name for name in task.spec.mcp_servers if name not in servers]
     if unknown:
         raise TaskError(f"unknown MCP server(s) {unknown}; the servers file defines {sorted(servers)}")
-    pii = task.spec.pii
-    names_and_places = sorted(presidio_detector.NER_ENTITIES & set(pii.entities)) if pii.enabled else []
+    declarations = [*(servers[name].pii for name in task.spec.mcp_servers), task.spec.pii]
+    names_and_places = sorted(presidio_detector.NER_ENTITIES & combine(DEFAULT_MINIMUM, declarations).entities)
     if names_and_places and (missing := presidio_detector.available()) is not None:
-        raise TaskError(f"spec.pii.entities asks for {', '.join(names_and_places)}: {missing}")
+        raise TaskError(f"the task's data must be checked for {', '.join(names_and_places)}: {missing}")
     paths = await asyncio.to_thread(_prepare, task)
     gateway = LocalGateway(
         {name: servers[name] for name in task.spec.mcp_servers},

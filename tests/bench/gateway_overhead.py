@@ -48,8 +48,9 @@ from gateway.settings import Limits
 from gateway.telemetry import logs
 from mcpexec.api.mcpserver import MCPServerSpec
 from tests.bench._process_cpu import cpu_seconds
-from tests.integration.gateway.conftest import GatewayThread, make_task
+from tests.integration.gateway.conftest import GatewayThread
 from tests.support.components import reference_server_commands
+from tests.support.tasks import make_task
 
 Gateway = tuple[str, str, int]  # a gateway (or floor) process: base URL, the bench task's token, pid
 

@@ -18,7 +18,7 @@ from stdnum import iban, luhn
 from stdnum.us import ssn
 
 from gateway.pii.detectors import PatternDetector
-from mcpexec.api.agenttask import BUILTIN_ENTITIES
+from mcpexec.api.pii import BUILTIN_ENTITIES
 
 Span = tuple[int, int, str]
 SEED, LINES = 7, 4000

@@ -32,9 +32,10 @@ from mcpexec.api.mcpserver import MCPServerSpec
 from mcpexec.local.run import run_task
 from mcpexec.local.sandbox.runsc import RunscSandbox
 from runtime.agent import SYSTEM_PROMPT
-from tests.integration.gateway.conftest import make_task, start_gateway
+from tests.integration.gateway.conftest import start_gateway
 from tests.support.components import reference_server_commands
 from tests.support.malformed import agenttask
+from tests.support.tasks import make_task
 
 ANCHOR = {"direct": 150_000, "code": 2_000, "saving": 0.987}
 SERVERS = ["demo", "everything", "filesystem", "git", "memory", "time"]

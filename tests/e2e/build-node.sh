@@ -5,7 +5,7 @@
 #   gvisor-containerd-shim-runsc-v1, runsc  gvisor.dev/gvisor (its `go` branch, a pseudo-version on the proxy)
 #   containerd-shim-runsc-v1             tests/e2e/shim: starts gVisor's shim where it cannot start itself
 #   coredns                              tests/e2e/coredns: github.com/coredns/coredns with the plugins needed
-# containerd, runc and the CNI plugins come from Debian (tests/e2e/install-node.sh).
+# containerd, runc and the CNI plugins come from Debian (installed by ensure_debian_packages in node_artifacts.py).
 set -euo pipefail
 
 K8S_VERSION="${K8S_VERSION:-v1.34.4}"

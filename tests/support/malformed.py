@@ -28,6 +28,7 @@ MALFORMED_TASKS: list[tuple[str, dict[str, Any], str]] = [
         agenttask("x", resources={"requests": {"memory": "2Gi"}, "limits": {"memory": "1Gi"}}),
         "requests must not exceed spec.resources.limits",
     ),
+    ("PII switched off", agenttask("x", pii={"enabled": False}), "pii.enabled: false is not allowed"),
     ("unknown PII entity", agenttask("x", pii={"entities": ["PASSPORT"]}), 'supported values: "EMAIL"'),
     (
         "custom pattern name",

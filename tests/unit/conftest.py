@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import _posixsubprocess
 import asyncio
 import os
 import subprocess
@@ -16,9 +17,10 @@ def _refuse(*_args: object, **_kwargs: object) -> NoReturn:
 
 @pytest.fixture(autouse=True)
 def _no_processes(monkeypatch: pytest.MonkeyPatch) -> None:
-    """subprocess, asyncio and os all end in one of these."""
+    """subprocess, asyncio, multiprocessing, pty and os all end in one of these."""
     monkeypatch.setattr(subprocess.Popen, "_execute_child", _refuse)
+    monkeypatch.setattr(_posixsubprocess, "fork_exec", _refuse)  # multiprocessing's spawn and forkserver
     monkeypatch.setattr(asyncio, "create_subprocess_exec", _refuse)
     monkeypatch.setattr(asyncio, "create_subprocess_shell", _refuse)
-    for name in ("fork", "posix_spawn", "posix_spawnp", "execv", "execve"):
+    for name in ("fork", "forkpty", "posix_spawn", "posix_spawnp", "execv", "execve", "system"):
         monkeypatch.setattr(os, name, _refuse)

@@ -282,12 +282,13 @@ def test_gateway_settings_come_from_values(monkeypatch: pytest.MonkeyPatch) -> N
     docs = render(
         "--set", "gateway.requestsPerSecondPerTask=7", "--set", "gateway.stdioServerNamespaces={platform}",
         "--set", "gateway.piiNer=presidio", "--set", "gateway.maxResultBytes=20971520",
+        "--set", "gateway.piiMinimumEntities={EMAIL,PERSON}",
     )  # fmt: skip
     for env in _env(_by_kind(docs, "Deployment")["rel-mcpexec-gateway"]).values():
         monkeypatch.setenv(env["name"], env.get("value", "redis://from-a-secret"))
     settings = GatewaySettings()
     assert (settings.requests_per_second, settings.stdio_server_namespaces) == (7, ["platform"])
-    assert settings.pii_ner == "presidio"
+    assert settings.pii_ner == "presidio" and settings.pii_minimum_entities == ["EMAIL", "PERSON"]
     assert settings.limits() == Limits(requests_per_second=7, max_request_bytes=16 << 20, max_result_bytes=20 << 20)
 
 
@@ -318,6 +319,7 @@ def test_operator_settings_and_pull_secrets_come_from_values(monkeypatch: pytest
     [
         (["--set", "llm.api=palm"], "/llm/api"),
         (["--set", "gateway.piiNer=spacy"], "/gateway/piiNer"),
+        (["--set", "gateway.piiMinimumEntities={PASSPORT}"], "/gateway/piiMinimumEntities/0"),
         (["--set", "gateway.requestsPerSecondPerTask=0"], "/gateway/requestsPerSecondPerTask"),
         (["--set", "gateway.maxResultBytes=100"], "/gateway/maxResultBytes"),
         (["--set-json", "networkPolicies.taskDnsPeers=[]"], "/networkPolicies/taskDnsPeers"),

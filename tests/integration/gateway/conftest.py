@@ -20,7 +20,7 @@ import pytest
 
 from gateway.local.in_process import LocalGateway
 from gateway.settings import Limits, LLMUpstream
-from mcpexec.api.agenttask import AgentTask, parse_agenttask
+from mcpexec.api.agenttask import AgentTask
 from mcpexec.api.mcpserver import MCPServerSpec
 from tests.support.components import redis_server, reference_server_commands
 
@@ -68,29 +68,6 @@ class GatewayThread:
 
     def client_for(self, task: AgentTask, ttl_seconds: int = 600) -> httpx.Client:
         return self.client(self.token(task, ttl_seconds))
-
-
-def make_task(
-    name: str,
-    servers: list[str],
-    allow: list[str] | None = None,
-    deny: list[str] | None = None,
-    pii: dict[str, Any] | None = None,
-    namespace: str = "default",
-    model: str | None = None,
-) -> AgentTask:
-    spec: dict[str, Any] = {"mcpServers": servers, "tools": {"allow": allow or [], "deny": deny or []}}
-    spec |= {"prompt": "test", "model": model} if model else {"code": "print('test')"}
-    if pii is not None:
-        spec["pii"] = pii
-    return parse_agenttask(
-        {
-            "apiVersion": "mcpexec.dev/v1alpha1",
-            "kind": "AgentTask",
-            "metadata": {"name": name, "namespace": namespace},
-            "spec": spec,
-        }
-    )
 
 
 def demo_spec(outbox: Path) -> MCPServerSpec:

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import jwt
 
-from tests.integration.gateway.conftest import GatewayThread, make_task
+from tests.integration.gateway.conftest import GatewayThread
+from tests.support.tasks import make_task
 
 CALL = "/v1/tools/time/get_current_time/call"
 ARGS = {"arguments": {"timezone": "UTC"}}

@@ -11,8 +11,9 @@ from pathlib import Path
 
 import httpx
 
-from tests.integration.gateway.conftest import ALL_SERVERS, FRAGILE_MARKER, GatewayThread, make_task
+from tests.integration.gateway.conftest import ALL_SERVERS, FRAGILE_MARKER, GatewayThread
 from tests.support.components import processes_with
+from tests.support.tasks import make_task
 
 
 def _text(answer: dict[str, object]) -> str:

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import ast
 
-from tests.integration.gateway.conftest import ALL_SERVERS, GatewayThread, make_task
+from tests.integration.gateway.conftest import ALL_SERVERS, GatewayThread
+from tests.support.tasks import make_task
 
 
 def test_servers_lists_the_tasks_servers_and_a_down_one_does_not_hide_the_others(gateway: GatewayThread) -> None:

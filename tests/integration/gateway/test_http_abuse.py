@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 from gateway.web import bounded_http
-from tests.integration.gateway.conftest import GatewayThread, demo_spec, make_task, start_gateway
+from tests.integration.gateway.conftest import GatewayThread, demo_spec, start_gateway
+from tests.support.tasks import make_task
 
 
 @pytest.fixture(scope="module")

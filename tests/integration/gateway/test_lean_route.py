@@ -2,16 +2,10 @@
 
 from __future__ import annotations
 
-import re
-from typing import Any
-
 import pytest
-from fastapi import FastAPI
 
-from gateway.tools.calls import CallRequest, CallResult
-from gateway.web.app import Caller
-from gateway.web.lean_route import LeanRoute
-from tests.integration.gateway.conftest import GatewayThread, make_task
+from tests.integration.gateway.conftest import GatewayThread
+from tests.support.tasks import make_task
 
 CALL = "/v1/tools/demo/get_customer/call"
 
@@ -66,17 +60,3 @@ def test_the_openapi_operation_is_the_one_fastapi_documents(gateway: GatewayThre
     answer = operation["responses"]["200"]["content"]["application/json"]["schema"]
     assert answer == {"$ref": "#/components/schemas/CallResult"}
     assert {"401", "403", "404", "422", "429", "502", "503", "504"} <= set(operation["responses"])
-
-
-def test_an_endpoint_it_cannot_serve_fails_when_added() -> None:
-    async def with_a_query(ctx: Caller, server: str, request: CallRequest, limit: int = 5) -> CallResult:
-        raise AssertionError("never called")
-
-    async def without_a_body(ctx: Caller, server: str) -> CallResult:
-        raise AssertionError("never called")
-
-    for endpoint in (with_a_query, without_a_body):
-        app = FastAPI()
-        kwargs: dict[str, Any] = {"methods": ["POST"], "route_class_override": LeanRoute}
-        with pytest.raises(TypeError, match=re.escape("LeanRoute cannot serve /x/{server}")):
-            app.router.add_api_route("/x/{server}", endpoint, **kwargs)

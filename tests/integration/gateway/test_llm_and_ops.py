@@ -14,8 +14,9 @@ from pathlib import Path
 import pytest
 
 from gateway.settings import Limits
-from tests.integration.gateway.conftest import GatewayThread, demo_spec, make_task, start_gateway
+from tests.integration.gateway.conftest import GatewayThread, demo_spec, start_gateway
 from tests.support.scripted_llm import ScriptedLLM
+from tests.support.tasks import make_task
 
 REPLY = "Sure, I will write to carol@example.com and call +1 202-555-0143."
 

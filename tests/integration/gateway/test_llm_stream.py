@@ -19,8 +19,9 @@ import pytest
 from pydantic import SecretStr
 
 from gateway.settings import LLMUpstream
-from tests.integration.gateway.conftest import GatewayThread, make_task, start_gateway
+from tests.integration.gateway.conftest import GatewayThread, start_gateway
 from tests.support.scripted_llm import USAGE, ScriptedLLM
+from tests.support.tasks import make_task
 
 URL = "/v1/llm/chat/completions"
 EMAIL, PHONE = "carol@example.com", "202-555-0143"

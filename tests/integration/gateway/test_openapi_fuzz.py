@@ -16,7 +16,8 @@ from hypothesis import HealthCheck, given, settings
 from schemathesis.checks import not_a_server_error
 from schemathesis.openapi import from_url
 
-from tests.integration.gateway.conftest import GatewayThread, demo_spec, make_task, start_gateway
+from tests.integration.gateway.conftest import GatewayThread, demo_spec, start_gateway
+from tests.support.tasks import make_task
 
 
 @pytest.fixture(scope="module")

@@ -1,17 +1,14 @@
 """Names and places (PERSON, LOCATION) with the optional Presidio detector: real presidio-analyzer, the real spaCy
-model, the real gateway, our demo MCP server and a real Redis vault."""
+model, the real gateway, our demo MCP server and a real Redis vault (the detector alone:
+tests/unit/gateway/pii/test_presidio_detector.py)."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
-import pytest
-
-from gateway.pii import presidio_detector
-from gateway.pii.presidio_detector import PresidioDetector
-from mcpexec.api.agenttask import PiiEntity
-from tests.integration.gateway.conftest import demo_spec, make_task, serving
+from tests.integration.gateway.conftest import demo_spec, serving
+from tests.support.tasks import make_task
 
 NAMES_AND_PLACES = {"entities": ["EMAIL", "PHONE", "PERSON", "LOCATION"]}
 
@@ -63,21 +60,3 @@ def test_a_task_asking_for_names_on_a_gateway_without_the_detector_gets_nothing_
     error = answer.json()["error"]
     assert error["code"] == "pii_detector_unavailable" and "PERSON" in error["message"]
     assert "Alice" not in answer.text and "@" not in answer.text
-
-
-def test_the_detector_finds_only_what_the_task_asked_for() -> None:
-    text = "Bob Okafor moved from Lagos to Boston; call him."
-    people = PresidioDetector(frozenset({PiiEntity.PERSON}))
-    found = [(d.entity, text[d.start : d.end]) for d in people.detect(text)]
-    assert found == [("PERSON", "Bob Okafor")]
-    both = PresidioDetector(frozenset({PiiEntity.PERSON, PiiEntity.LOCATION}))
-    assert [text[d.start : d.end] for d in both.detect(text)] == ["Bob Okafor", "Lagos", "Boston"]
-    assert both.detect("C001 42 ---") == []
-
-
-def test_missing_model_is_named(monkeypatch: pytest.MonkeyPatch) -> None:
-    assert presidio_detector.available() is None
-    monkeypatch.setattr(presidio_detector, "MODEL", "no_such_spacy_model")
-    assert presidio_detector.available() == (
-        "the spaCy model no_such_spacy_model is not installed: pip install 'mcpexec[presidio]'"
-    )

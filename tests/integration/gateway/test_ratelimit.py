@@ -3,29 +3,13 @@
 from __future__ import annotations
 
 import asyncio
-import threading
-from collections.abc import Sequence
 
 import pytest
 import redis as sync_redis
 
-from gateway.errors import RateLimited
-from gateway.ratelimit import MemoryRateLimits, SharedRateLimits, TaskRateLimits
+from gateway.ratelimit import SharedRateLimits
 from tests.support.components import redis_server
-
-LIMIT = 20
-
-
-async def _admitted(limits: Sequence[TaskRateLimits], scope: str, requests: int) -> int:
-    """How many of `requests` (spread over the replicas in turn) were let through."""
-    admitted = 0
-    for i in range(requests):
-        try:
-            await limits[i % len(limits)].check(scope)
-            admitted += 1
-        except RateLimited:
-            pass
-    return admitted
+from tests.support.ratelimit import LIMIT, count_admitted
 
 
 async def _replicas(url: str, n: int) -> list[SharedRateLimits]:
@@ -41,11 +25,11 @@ def test_two_replicas_share_one_budget_per_task() -> None:
     async def scenario(url: str) -> tuple[int, int, int, int]:
         replicas = await _replicas(url, 2)
         try:
-            busy = await _admitted(replicas, "ns/busy", 3 * LIMIT)
+            busy = await count_admitted(replicas, "ns/busy", 3 * LIMIT)
             counted = _counted(url, "ns/busy")
-            calm = await _admitted(replicas, "ns/calm", LIMIT // 2)
+            calm = await count_admitted(replicas, "ns/calm", LIMIT // 2)
             await asyncio.sleep(2.1)  # the window has moved on entirely
-            later = await _admitted(replicas, "ns/busy", LIMIT // 2)
+            later = await count_admitted(replicas, "ns/busy", LIMIT // 2)
             return busy, counted, calm, later
         finally:
             for replica in replicas:
@@ -71,7 +55,7 @@ def test_a_replica_asks_redis_once_per_lease_not_per_request() -> None:
     async def scenario(url: str) -> int:
         replica = SharedRateLimits(url, 1000)
         try:
-            return await _admitted([replica], "ns/steady", 250)
+            return await count_admitted([replica], "ns/steady", 250)
         finally:
             await replica.close()
 
@@ -88,7 +72,7 @@ def test_without_redis_each_replica_still_limits_on_its_own(caplog: pytest.LogCa
     async def scenario(url: str) -> int:
         replicas = await _replicas(url, 2)
         try:
-            return await _admitted(replicas, "ns/offline", 4 * LIMIT)
+            return await count_admitted(replicas, "ns/offline", 4 * LIMIT)
         finally:
             for replica in replicas:
                 await replica.close()
@@ -99,24 +83,3 @@ def test_without_redis_each_replica_still_limits_on_its_own(caplog: pytest.LogCa
     # Per replica, not unlimited: LIMIT each, one more each when a second's edge falls inside the burst.
     assert 2 * LIMIT <= admitted <= 2 * LIMIT + 2
     assert "rate limit store unreachable: limiting per replica" in caplog.text
-
-
-def test_in_memory_limits_cost_no_thread_per_task_and_refill() -> None:
-    """Local mode (and a replica without Redis) keeps every task's counts in memory: 200 tasks start no thread
-    (the pyrate-limiter it used before started one per task), each task has its own budget, and a task's budget
-    is back once its window has passed."""
-
-    async def scenario() -> tuple[list[int], int, int]:
-        limits = MemoryRateLimits(LIMIT)
-        before = threading.active_count()
-        admitted = [await _admitted([limits], f"ns/task-{i}", LIMIT + 5) for i in range(200)]
-        threads = threading.active_count() - before
-        await asyncio.sleep(2.1)
-        later = await _admitted([limits], "ns/task-0", LIMIT // 2)
-        await limits.close()
-        return admitted, threads, later
-
-    admitted, threads, later = asyncio.run(scenario())
-    assert threads == 0
-    assert all(LIMIT <= a <= LIMIT + 1 for a in admitted)
-    assert later == LIMIT // 2

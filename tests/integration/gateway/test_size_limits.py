@@ -13,8 +13,9 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from gateway.settings import Limits
 from mcpexec.api.mcpserver import MCPServerSpec
-from tests.integration.gateway.conftest import GatewayThread, make_task, serving, start_gateway
+from tests.integration.gateway.conftest import GatewayThread, serving, start_gateway
 from tests.support.components import demo_over_http, free_port, processes_with, reference_server_commands
+from tests.support.tasks import make_task
 
 MAX_REQUEST = 64 * 1024
 MAX_RESULT = 32 * 1024

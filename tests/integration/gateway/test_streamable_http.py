@@ -7,8 +7,9 @@ import time
 from pathlib import Path
 
 from mcpexec.api.mcpserver import MCPServerSpec
-from tests.integration.gateway.conftest import make_task, serving
+from tests.integration.gateway.conftest import serving
 from tests.support.components import demo_over_http, everything_over_http, free_port, time_wait_sockets
+from tests.support.tasks import make_task
 
 GET = {"arguments": {"customer_id": "C002"}}
 

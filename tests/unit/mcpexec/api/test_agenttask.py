@@ -63,4 +63,4 @@ def test_valid_task_parses_with_defaults() -> None:
     assert task.spec.mode == "code"
     assert (task.spec.timeout_seconds, task.spec.max_turns, task.spec.runtime_class_name) == (600, 10, "gvisor")
     assert task.spec.skills is not None and task.spec.skills.claim_name == "skills-team-a"
-    assert task.spec.pii.enabled and "EMAIL" in task.spec.pii.entities
+    assert task.spec.pii.entities == [] and task.spec.pii.custom_patterns == []  # additions only: none by default

@@ -1,0 +1,46 @@
+"""What one task's data is protected with: the union of what the cluster admin, the MCPServer owners and the task
+author each set (docs/security.md). Every level only adds; none can lower what another set."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+from gateway.context import TaskContext
+from mcpexec.api.mcpserver import MCPServerSpec
+from mcpexec.api.pii import BUILTIN_ENTITIES, CustomPattern, PiiDeclaration, PiiEntity
+
+
+@dataclass(frozen=True)
+class Protection:
+    """Hashable, so tasks with the same protection share their detectors."""
+
+    entities: frozenset[PiiEntity]
+    patterns: tuple[CustomPattern, ...]
+
+
+DEFAULT_MINIMUM: frozenset[PiiEntity] = frozenset(BUILTIN_ENTITIES)
+
+
+def combine(minimum: Iterable[PiiEntity], declarations: Iterable[PiiDeclaration]) -> Protection:
+    entities = set(minimum)
+    patterns: dict[tuple[str, str], CustomPattern] = {}
+    for declaration in declarations:
+        entities.update(declaration.entities)
+        for pattern in declaration.custom_patterns:
+            patterns.setdefault((pattern.name, pattern.regex), pattern)
+    return Protection(frozenset(entities), tuple(patterns[key] for key in sorted(patterns)))
+
+
+def protection_for(
+    minimum: frozenset[PiiEntity],
+    server_spec: Callable[[TaskContext, str], MCPServerSpec | None],
+) -> Callable[[TaskContext], Protection]:
+    """The gateway's hook: the minimum, the declarations of every server the task lists (whether it is up or not:
+    a server that is not known yet declares nothing, and its results cannot arrive either), and the task's own."""
+
+    def for_task(ctx: TaskContext) -> Protection:
+        servers = (server_spec(ctx, name) for name in ctx.task.spec.mcp_servers)
+        return combine(minimum, [*(spec.pii for spec in servers if spec is not None), ctx.task.spec.pii])
+
+    return for_task

@@ -1,0 +1,106 @@
+"""PII tokenization of nested JSON over the in-memory vault: deterministic tokens per task, restored exactly, large
+values scanned off the event loop; the vault's values caught wherever they come back; protection that only adds up."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+from pydantic import ValidationError
+
+from gateway.context import TaskContext
+from gateway.pii.protection import DEFAULT_MINIMUM, protection_for
+from gateway.pii.tokenizer import ON_LOOP_MAX_CHARS, PiiTokenizer
+from gateway.pii.vault import MemoryVault
+from mcpexec.api.mcpserver import MCPServerSpec
+from mcpexec.api.pii import PiiEntity
+from tests.support.tasks import make_task
+
+
+def _ctx(name: str = "pii-unit", pii: dict[str, object] | None = None, servers: list[str] | None = None) -> TaskContext:
+    return TaskContext(task=make_task(name, servers or [], pii=pii), uid=f"uid-{name}", expires_at=2**40)
+
+
+def _tokenizer(
+    minimum: frozenset[PiiEntity] = DEFAULT_MINIMUM, servers: dict[str, MCPServerSpec] | None = None
+) -> PiiTokenizer:
+    known = servers or {}
+    return PiiTokenizer(MemoryVault(), 600, protection_for(minimum, lambda _ctx, name: known.get(name)))
+
+
+def test_tokenizes_nested_json_deterministically_and_restores_it() -> None:
+    tokenizer = _tokenizer()
+    ctx = _ctx()
+    value = {
+        "content": [
+            {"type": "text", "text": "a@example.com wrote to b@example.com, then a@example.com again"},
+            {"type": "image", "data": "YUBleGFtcGxlLmNvbQ==", "mimeType": "image/png"},
+        ],
+        "structuredContent": {"people": [{"email": "b@example.com", "ip": "192.0.2.1"}], "b@example.com": 1},
+    }
+    masked = asyncio.run(tokenizer.tokenize(ctx, value))
+    assert masked["content"][0]["text"] == "[EMAIL_1] wrote to [EMAIL_2], then [EMAIL_1] again"
+    assert masked["content"][1] == value["content"][1]  # binary payloads untouched
+    assert masked["structuredContent"] == {"people": [{"email": "[EMAIL_2]", "ip": "[IP_ADDRESS_1]"}], "[EMAIL_2]": 1}
+    assert asyncio.run(tokenizer.detokenize(ctx, masked)) == value
+    other = _ctx("pii-other")
+    assert asyncio.run(tokenizer.detokenize(other, masked)) == masked  # another task's tokens mean nothing
+    with pytest.raises(ValidationError, match=r"pii\.enabled: false is not allowed"):
+        _ctx("pii-off", pii={"enabled": False})
+
+
+def test_a_large_value_is_scanned_off_the_event_loop() -> None:
+    """A whole file full of PII (180 KB, about half a second to scan) does not hold up another task: its small value
+    is tokenized while the large one is still being scanned, and both come out right."""
+    tokenizer = _tokenizer()
+    line = "call +1 202-555-0143 or mail a@example.com, "
+    assert len(line) * 4000 > ON_LOOP_MAX_CHARS
+
+    async def both() -> tuple[Any, bool, Any]:
+        large = asyncio.create_task(tokenizer.tokenize(_ctx("pii-large"), {"text": line * 4000}))
+        await asyncio.sleep(0)  # the large value's scan starts first
+        small = await tokenizer.tokenize(_ctx("pii-small"), {"text": "b@example.com"})
+        return small, large.done(), await large
+
+    small, large_done_first, large = asyncio.run(both())
+    assert small == {"text": "[EMAIL_1]"}
+    assert not large_done_first
+    assert large == {"text": "call [PHONE_1] or mail [EMAIL_1], " * 4000}
+
+
+def test_the_vaults_values_are_caught_wherever_they_come_back() -> None:
+    """A de-tokenized value comes back glued to word characters (`[EMAIL_1]_`), inside a key, upper-cased, or split
+    by nothing a detector knows: none of its bytes leave raw, and the task's own tokens stay whole."""
+    tokenizer = _tokenizer()
+    ctx = _ctx("pii-echo", pii={"customPatterns": [{"name": "WORD", "regex": "EMAIL"}]})
+    first = asyncio.run(tokenizer.tokenize(ctx, {"text": "ana.lee@example.org 4111 1111 1111 1111"}))
+    assert first == {"text": "[EMAIL_1] [CREDIT_CARD_1]"}
+    real = asyncio.run(tokenizer.detokenize(ctx, {"q": "x[EMAIL_1]9", "[EMAIL_1]_": "[CREDIT_CARD_1]0"}))
+    assert real == {"q": "xana.lee@example.org9", "ana.lee@example.org_": "4111 1111 1111 11110"}
+    echoed = {**real, "upper": "ANA.LEE@EXAMPLE.ORG_", "prompt": "write to [EMAIL_1]"}
+    masked = asyncio.run(tokenizer.tokenize(ctx, echoed))
+    text = repr(masked)
+    assert "ana.lee" not in text.lower() and "4111 1111" not in text
+    assert masked["q"] == "x[EMAIL_1]9" and masked["[EMAIL_1]_"] == "[CREDIT_CARD_1]0"
+    assert masked["prompt"] == "write to [EMAIL_1]"  # the custom pattern EMAIL cuts no token of the task's
+    other = _ctx("pii-echo-other")
+    assert asyncio.run(tokenizer.tokenize(other, {"q": "xana.lee@example.org9"})) == {"q": "xana.lee@example.org9"}
+
+
+def test_a_task_cannot_lower_what_the_gateway_and_its_servers_set() -> None:
+    """The minimum applies to a task that lists no entities, a server's declaration to every task that lists the
+    server, and a custom pattern (`@`, `.*`) never wins a span from a built-in entity."""
+    declaring = MCPServerSpec(
+        transport="stdio", command=["x"], pii={"customPatterns": [{"name": "ACCOUNT", "regex": r"ACC-\d{6}"}]}
+    )
+    tokenizer = _tokenizer(frozenset({PiiEntity.EMAIL}), {"crm": declaring})
+    value = {"text": "ana@example.org ACC-123456 +1 202-555-0143"}
+    bare = asyncio.run(tokenizer.tokenize(_ctx("pii-bare", pii={"entities": []}), value))
+    assert bare == {"text": "[EMAIL_1] ACC-123456 +1 202-555-0143"}
+    with_crm = asyncio.run(tokenizer.tokenize(_ctx("pii-crm", servers=["crm"]), value))
+    assert with_crm == {"text": "[EMAIL_1] [ACCOUNT_1] +1 202-555-0143"}
+    adding = _ctx("pii-adds", pii={"entities": ["PHONE"], "customPatterns": [{"name": "AT", "regex": "@"}]})
+    assert asyncio.run(tokenizer.tokenize(adding, value)) == {"text": "[EMAIL_1] ACC-123456 [PHONE_1]"}
+    greedy = _ctx("pii-greedy", pii={"customPatterns": [{"name": "ALL", "regex": ".*"}]})
+    assert asyncio.run(tokenizer.tokenize(greedy, ["ana@example.org"])) == ["[EMAIL_1]"]
