@@ -12,6 +12,7 @@ from gateway.context import Authenticator, TaskContext
 from gateway.llm.proxy import LLMProxy
 from gateway.pii.detectors import Detector
 from gateway.pii.protection import DEFAULT_MINIMUM, protection_for
+from gateway.pii.scanner import ScanPool
 from gateway.pii.tokenizer import PiiTokenizer
 from gateway.pii.vault import Vault
 from gateway.ratelimit import MemoryRateLimits, TaskRateLimits
@@ -49,12 +50,14 @@ class GatewayCore:
         self.pool = SessionPool(servers, self.limits.max_result_bytes, server_headers)
         self.catalog = Catalog(self.pool, server_key)
         ner(pii_minimum)  # a minimum this gateway cannot detect is a configuration error: said at start, not per task
+        self.scans = ScanPool()
         self.tokenizer = PiiTokenizer(
             vault,
             self.limits.vault_ttl_seconds,
             protection_for(pii_minimum, self.catalog.spec),
             self.metrics.count_pii,
             ner,
+            self.scans,
         )
         self.rate_limits = rate_limits or MemoryRateLimits(self.limits.requests_per_second)
         self.caller = ToolCaller(self.catalog, self.pool, self.tokenizer, self.usage, self.metrics)
@@ -77,6 +80,7 @@ class GatewayCore:
         self.usage.forget(scope)
         self.rate_limits.forget(scope)
         self.tokenizer.forget(scope)
+        self.scans.forget(scope)
         await self.pool.release(scope)
 
     async def _reap_forever(self, every: float) -> None:
@@ -96,3 +100,4 @@ class GatewayCore:
         await self.llm.close()
         await self.rate_limits.close()
         await self.vault.close()
+        self.scans.close()

@@ -10,20 +10,17 @@ alone: they are base64, not text.
 from __future__ import annotations
 
 import asyncio
-from collections import Counter, OrderedDict
-from collections.abc import Callable, Iterable
+from collections import Counter
+from collections.abc import Callable
 from typing import Any
 
 from gateway.context import TaskContext
-from gateway.pii.detectors import CustomPatternDetector, Detection, Detector, PatternDetector, resolve_overlaps
+from gateway.pii.detectors import Detection, Detector, resolve_overlaps
 from gateway.pii.known_values import GUARD, TOKEN, KnownValues
 from gateway.pii.protection import Protection
+from gateway.pii.scanner import Offload, cheap, detect_all, in_thread
 from gateway.pii.vault import Vault
 from mcpexec.api.pii import PiiEntity
-
-# Scanning costs up to 1.4 ms per KB of PII-dense text (make bench pii_detection): a value larger than this (a whole
-# file) is scanned off the event loop, so the other tasks' calls on this gateway go on meanwhile.
-ON_LOOP_MAX_CHARS = 32 * 1024
 
 
 def _opaque_keys(node: dict[str, Any]) -> frozenset[str]:
@@ -57,15 +54,12 @@ def _rebuild(value: Any, replace: Callable[[str], str]) -> Any:
     return value
 
 
-# Detectors are built per distinct protection and shared by the tasks that have it; the least recently used go.
-DETECTOR_SETS = 256
-
-
 class PiiTokenizer:
     """Per-task detection (the protection the task's three levels set, see protection.py) over one shared vault.
 
     `ner` builds the names-and-places detector for the NER entities a protection holds (None when it holds none; it
-    raises PiiDetectorUnavailable when the gateway cannot detect them)."""
+    raises PiiDetectorUnavailable when the gateway cannot detect them). `offload` runs the pattern detectors on
+    values that are not cheap by construction (scanner.py): the gateway gives its worker processes."""
 
     def __init__(
         self,
@@ -74,31 +68,15 @@ class PiiTokenizer:
         protection: Callable[[TaskContext], Protection],
         on_detect: Callable[[str, int], None] = lambda _entity, _count: None,
         ner: Callable[[frozenset[PiiEntity]], Detector | None] = lambda _entities: None,
+        offload: Offload = in_thread,
     ) -> None:
         self.vault = vault
         self._ttl = ttl_seconds
         self._protection = protection
         self._on_detect = on_detect
         self._ner = ner
-        self._detectors: OrderedDict[Protection, tuple[list[Detector], bool]] = OrderedDict()
+        self._offload = offload
         self._known: dict[str, KnownValues] = {}
-
-    def _detectors_for(self, protection: Protection) -> tuple[list[Detector], bool]:
-        """The detectors, best first, and whether they are all fast enough for the event loop."""
-        cached = self._detectors.get(protection)
-        if cached is None:
-            detectors: list[Detector] = [PatternDetector(sorted(protection.entities))]
-            ner = self._ner(protection.entities)
-            if ner is not None:
-                detectors.append(ner)
-            if protection.patterns:
-                detectors.append(CustomPatternDetector(protection.patterns))
-            cached = (detectors, ner is None)
-            if len(self._detectors) >= DETECTOR_SETS:
-                self._detectors.popitem(last=False)
-        self._detectors[protection] = cached
-        self._detectors.move_to_end(protection)
-        return cached
 
     async def _known_values(self, scope: str) -> KnownValues:
         """The scope's known values, brought up to date with what any replica minted since the last look."""
@@ -110,14 +88,22 @@ class PiiTokenizer:
     def forget(self, scope: str) -> None:
         self._known.pop(scope, None)
 
-    @staticmethod
-    def _find(known: KnownValues, detectors: list[Detector], texts: Iterable[str]) -> dict[str, list[Detection]]:
-        """The detections in each text that has any."""
+    async def _find(self, ctx: TaskContext, texts: list[str]) -> dict[str, list[Detection]]:
+        """The detections in each text that has any, ranked: the task's known values, the built-in entities, names
+        and places, custom patterns."""
+        protection = self._protection(ctx)
+        ner = self._ner(protection.entities)
+        known = await self._known_values(ctx.scope)
+        if cheap(texts):
+            patterns = detect_all(protection, texts)
+        else:
+            patterns = await self._offload(ctx.scope, protection, texts)
+        names: list[list[Detection]] = [[] for _ in texts]
+        if ner is not None:  # milliseconds per string: a thread (spaCy releases the GIL in its inner loops)
+            names = await asyncio.to_thread(lambda: [ner.detect(text) for text in texts])
         found = {}
-        for text in texts:
-            if not text:
-                continue
-            ranked = [*known.find(text), *(d for detector in detectors for d in detector.detect(text))]
+        for text, (builtin, custom), named in zip(texts, patterns, names, strict=True):
+            ranked = [*known.find(text), *builtin, *named, *custom]
             detections = [d for d in resolve_overlaps(ranked) if d.entity != GUARD]
             if detections:
                 found[text] = detections
@@ -128,15 +114,10 @@ class PiiTokenizer:
         raises VaultUnavailable or PiiDetectorUnavailable, never leaks."""
         texts: list[str] = []
         _strings(value, texts)
-        if not texts:
+        occurrences = Counter(text for text in texts if text)
+        if not occurrences:
             return value
-        occurrences = Counter(texts)
-        detectors, fast = self._detectors_for(self._protection(ctx))
-        known = await self._known_values(ctx.scope)
-        if fast and sum(map(len, occurrences)) <= ON_LOOP_MAX_CHARS:
-            found = self._find(known, detectors, occurrences)
-        else:  # a large value, or an NER detector (milliseconds per string): not on the event loop
-            found = await asyncio.to_thread(self._find, known, detectors, occurrences)
+        found = await self._find(ctx, list(occurrences))
         pairs = {(d.entity, text[d.start : d.end]): None for text, detections in found.items() for d in detections}
         if not pairs:
             return value

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import threading
+import time
 from typing import Any
 
 from gateway.context import TaskContext
@@ -75,3 +77,33 @@ def test_another_replica_catches_values_it_never_minted(redis_url: str) -> None:
     assert first == {"row": "[EMAIL_1], [PHONE_1]"}
     assert real == {"note": "alice.martin@example.com_x"}
     assert not _leaks(later) and later["stored"].endswith("_x, [PHONE_1]")
+
+
+def test_a_task_crafting_slow_scans_does_not_hold_up_another(gateway: GatewayThread) -> None:
+    """Task A has a tool echo 1 MB of digit groups (seconds of phone matching); while A's call is still being scanned,
+    in a worker process, task B's calls, small and digit-dense alike, are all answered, and then A's comes back
+    whole. Before, A's scan held the event loop (values up to 32 KiB) or the GIL (larger ones) the whole time."""
+    crafted = "4111 " * 200_000
+    a_done = threading.Event()
+    a_answer: list[Any] = []
+
+    def task_a() -> None:
+        with gateway.client_for(make_task("pii-slow-a", ["everything"])) as c:
+            a_answer.append(c.post("/v1/tools/everything/echo/call", json={"arguments": {"message": crafted}}))
+        a_done.set()
+
+    thread = threading.Thread(target=task_a)
+    thread.start()
+    try:
+        with gateway.client_for(make_task("pii-slow-b", ["everything"])) as c:
+            time.sleep(0.5)  # A's call is in: A's value is being scanned
+            answered = 0
+            for message in ["hi", "ana@example.org", "1.2.3." * 20, "4111 " * 2000] * 3:
+                answer = c.post("/v1/tools/everything/echo/call", json={"arguments": {"message": message}})
+                answered += answer.status_code == 200 and "ana@example.org" not in answer.text
+            b_finished_first = not a_done.is_set()
+    finally:
+        thread.join(timeout=120)
+    assert answered == 12
+    assert b_finished_first
+    assert a_answer and a_answer[0].status_code == 200 and "4111 4111" in a_answer[0].text

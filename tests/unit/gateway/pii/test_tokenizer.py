@@ -11,7 +11,8 @@ from pydantic import ValidationError
 
 from gateway.context import TaskContext
 from gateway.pii.protection import DEFAULT_MINIMUM, protection_for
-from gateway.pii.tokenizer import ON_LOOP_MAX_CHARS, PiiTokenizer
+from gateway.pii.scanner import ON_LOOP_MAX_CHARS, cheap
+from gateway.pii.tokenizer import PiiTokenizer
 from gateway.pii.vault import MemoryVault
 from mcpexec.api.mcpserver import MCPServerSpec
 from mcpexec.api.pii import PiiEntity
@@ -104,3 +105,16 @@ def test_a_task_cannot_lower_what_the_gateway_and_its_servers_set() -> None:
     assert asyncio.run(tokenizer.tokenize(adding, value)) == {"text": "[EMAIL_1] ACC-123456 [PHONE_1]"}
     greedy = _ctx("pii-greedy", pii={"customPatterns": [{"name": "ALL", "regex": ".*"}]})
     assert asyncio.run(tokenizer.tokenize(greedy, ["ana@example.org"])) == ["[EMAIL_1]"]
+
+
+CRAFTED = ["4111 ", "1.", "1 ", "(202) 555-0143 ", "1-", "202-555-0143 ", "123456 x "]
+
+
+@pytest.mark.parametrize("unit", CRAFTED)
+def test_crafted_digit_runs_are_never_scanned_on_the_event_loop(unit: str) -> None:
+    """What costs the phone matcher most is digit-dense: from a few dozen digits on, a value goes to a worker,
+    however short it is; prose, keys and records with a few numbers stay on the loop."""
+    for repeat in (70, 1000, 6000):
+        assert not cheap([unit * repeat]), repeat
+    assert not cheap([unit] * 100)  # spread over many strings of one value, too
+    assert cheap(["a@b.c " * 4000, "ab:" * 1000, '{"email": "ana@example.org", "phone": "+1 202-555-0143"}'])
