@@ -5,13 +5,15 @@ A task chooses what its tools return, so it can craft text that costs the detect
 runs of digit groups keep the phone matcher busy: `"4111 " * 6553` took 0.23 s). On the event loop that stalled
 every other task's calls; in a thread it still held the GIL the event loop needs. In a worker process it costs the
 crafted task's own calls their time, and nobody else's: the pool has its own cores, and a task has at most one scan
-in it at once, so one task's flood waits behind itself while other tasks' scans go on.
+in it at once, so one task's flood waits behind itself while other tasks' scans go on. The workers run at a lower
+CPU priority (nice 10) than the gateway itself: on a busy node, serving calls comes before scanning large values.
 """
 
 from __future__ import annotations
 
 import asyncio
 import multiprocessing
+import os
 import re
 from collections.abc import Awaitable, Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
@@ -79,7 +81,7 @@ class ScanPool:
     def _executor(self) -> ProcessPoolExecutor:
         if self._pool is None:
             context = multiprocessing.get_context("forkserver")
-            self._pool = ProcessPoolExecutor(self._workers, mp_context=context)
+            self._pool = ProcessPoolExecutor(self._workers, mp_context=context, initializer=os.nice, initargs=(10,))
         return self._pool
 
     async def __call__(self, scope: str, protection: Protection, texts: list[str]) -> Found:
