@@ -67,6 +67,8 @@ class GatewaySettings(LLMSettings):
 
     host: str = Field(default="0.0.0.0", validation_alias=AliasChoices("MCPEXEC_GATEWAY_HOST", "host"))
     port: int = Field(default=8000, validation_alias=AliasChoices("MCPEXEC_GATEWAY_PORT", "port"))
+    # Health, metrics and API docs: for probes and scrapers only (the chart's NetworkPolicy keeps task pods out).
+    ops_port: int = Field(default=9090, validation_alias=AliasChoices("MCPEXEC_GATEWAY_OPS_PORT", "ops_port"))
     redis_url: str = Field(validation_alias=AliasChoices("REDIS_URL", "redis_url"))
     audience: str = Field(
         default=GATEWAY_AUDIENCE, validation_alias=AliasChoices("MCPEXEC_GATEWAY_AUDIENCE", "audience")

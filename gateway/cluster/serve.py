@@ -21,7 +21,8 @@ from gateway.settings import GatewaySettings
 from gateway.telemetry import logs
 from gateway.tools.catalog import namespaced_server_key
 from gateway.web.app import create_app
-from gateway.web.serving import HTTP
+from gateway.web.ops import create_ops_app
+from gateway.web.serving import HTTP, BackgroundServer
 
 # How often each replica probes the MCPServers for their status (patched only when it changes).
 STATUS_EVERY_SECONDS = 15.0
@@ -63,8 +64,13 @@ async def serve(settings: GatewaySettings) -> None:
     await core.start()
     try:
         app = create_app(core)
-        config = uvicorn.Config(app, host=settings.host, port=settings.port, lifespan="off", http=HTTP)
-        await uvicorn.Server(config).serve()
+        ops = BackgroundServer(create_ops_app(core, app), host=settings.host, port=settings.ops_port)
+        await ops.start()
+        try:  # the API server owns the signals: SIGTERM ends it, then the ops server
+            config = uvicorn.Config(app, host=settings.host, port=settings.port, lifespan="off", http=HTTP)
+            await uvicorn.Server(config).serve()
+        finally:
+            await ops.stop()
     finally:
         refresher.cancel()
         status_reports.cancel()

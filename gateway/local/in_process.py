@@ -11,6 +11,7 @@ from gateway.pii import presidio_detector
 from gateway.pii.vault import MemoryVault, RedisVault, Vault
 from gateway.settings import Limits, LLMUpstream
 from gateway.web.app import create_app
+from gateway.web.ops import create_ops_app
 from gateway.web.serving import BackgroundServer
 from mcpexec.api.agenttask import AgentTask
 from mcpexec.api.mcpserver import MCPServerSpec
@@ -19,7 +20,8 @@ from mcpexec.api.usage import Usage
 
 class LocalGateway:
     """`LocalGateway(servers, redis_url=None, llm=None, pii_ner=False)`; `await start(uds_path)`; `register_task`;
-    `await stop()`. `pii_ner`: PERSON/LOCATION detection with Presidio (needs mcpexec[presidio])."""
+    `await stop()`. `pii_ner`: PERSON/LOCATION detection with Presidio (needs mcpexec[presidio]). The ops app
+    (health, metrics, API docs) is served only on request (`serve_ops`): `mcpexec run` never gives it to a sandbox."""
 
     def __init__(
         self,
@@ -35,7 +37,9 @@ class LocalGateway:
         detector = presidio_detector.ner_for(pii_ner)
         self.core = GatewayCore(self._authority, lambda: self._servers, vault, llm, limits, ner=detector)
         self.app = create_app(self.core)
+        self.ops_app = create_ops_app(self.core, self.app)
         self._http: BackgroundServer | None = None
+        self._ops: BackgroundServer | None = None
 
     async def start(self, uds_path: str) -> None:
         """Connect to the MCP servers (in the background) and serve the API on `uds_path`."""
@@ -50,7 +54,15 @@ class LocalGateway:
         await self._http.start()
         return self._http.port
 
+    async def serve_ops(self, uds_path: str | None = None) -> int | None:
+        """Serve the ops app on its own Unix socket, or on a free loopback TCP port (returned)."""
+        self._ops = BackgroundServer(self.ops_app, uds=uds_path)
+        await self._ops.start()
+        return None if uds_path else self._ops.port
+
     async def stop(self) -> None:
+        if self._ops is not None:
+            await self._ops.stop()
         if self._http is not None:
             await self._http.stop()
         await self.core.close()

@@ -1,4 +1,5 @@
-"""The FastAPI app: the v1 HTTP API of docs/contracts.md over a `GatewayCore`."""
+"""The FastAPI app: the v1 HTTP API of docs/contracts.md over a `GatewayCore`: what sandboxes reach, and nothing
+else (health, metrics and the API's documentation are on the ops port: gateway/web/ops.py)."""
 
 from __future__ import annotations
 
@@ -6,9 +7,8 @@ from typing import Annotated, Any
 
 from fastapi import Depends, FastAPI, Query, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse, PlainTextResponse, StreamingResponse
+from fastapi.responses import JSONResponse, StreamingResponse
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
-from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from pydantic import BaseModel
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
@@ -46,10 +46,6 @@ class WrapperModule(BaseModel):
     module: str
 
 
-class Health(BaseModel):
-    status: str
-
-
 def _error(status: int, code: str, message: str, retry_after: int | None = None) -> JSONResponse:
     body = ErrorResponse(error=ErrorBody(code=code, message=message))
     headers = None if retry_after is None else {"Retry-After": str(retry_after)}
@@ -73,6 +69,10 @@ def create_app(core: GatewayCore) -> FastAPI:
         # FastAPI's native OpenTelemetry is off: it would record failed requests with their input values, and the
         # gateway's observability (audit log, Prometheus) never carries payloads. It also costs a check per request.
         telemetry={"tracing": False, "metrics": False, "logs": False, "operation_spans": False},
+        # Served on the ops port, which task pods cannot reach (gateway/web/ops.py).
+        openapi_url=None,
+        docs_url=None,
+        redoc_url=None,
     )
     app.state.core = core
     app.add_middleware(BodyLimit, max_bytes=core.limits.max_request_bytes)
@@ -143,18 +143,5 @@ def create_app(core: GatewayCore) -> FastAPI:
             return answer
         include_usage = request.stream_options is not None and request.stream_options.include_usage
         return StreamingResponse(stream.replay(stream.events(answer, include_usage)), media_type=_EVENT_STREAM_TYPE)
-
-    @app.get("/healthz")
-    async def healthz() -> Health:
-        return Health(status="ok")
-
-    @app.get("/readyz", responses={503: {"model": ErrorResponse}})
-    async def readyz() -> Health:
-        await core.vault.ping()
-        return Health(status="ready")
-
-    @app.get("/metrics", response_class=PlainTextResponse)
-    async def metrics() -> PlainTextResponse:
-        return PlainTextResponse(generate_latest(core.metrics.registry), media_type=CONTENT_TYPE_LATEST)
 
     return app

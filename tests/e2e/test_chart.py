@@ -187,7 +187,8 @@ def test_a_task_calls_a_real_mcp_server_through_the_gateway_and_reaches_nothing_
     (TokenReview) -> an MCPServer served by a pod (our demo server, streamable HTTP) -> PII tokenized in the
     vault -> status.result. From the same pod, nothing but the gateway answers; a pod without the task's
     policy reaches the MCP server and the API server (so "closed" is the policy, not a dead target), but not
-    the gateway, which admits task pods only, nor the vault, which admits the gateway only."""
+    the gateway, which admits task pods only, nor its ops port (metrics, docs), nor the vault, which admits the
+    gateway only."""
     custom = client.CustomObjectsApi()
     crm_ip = _crm_server(core, custom, namespace)
     api_port = e2e_node.cp.url.rsplit(":", 1)[1]
@@ -196,6 +197,7 @@ def test_a_task_calls_a_real_mcp_server_through_the_gateway_and_reaches_nothing_
         ("crm-pod", crm_ip, 8080),
         ("api-service", "10.96.0.1", 443),
         ("api-node", host_ip(), api_port),
+        ("gateway-ops", f"mcpexec-gateway.{release}.svc.cluster.local", 9090),
         ("vault", VAULT, 6379),
     ]
     probes = PROBES.format(gateway=f"mcpexec-gateway.{release}.svc.cluster.local:8000", targets=targets)
@@ -238,9 +240,11 @@ def test_a_task_calls_a_real_mcp_server_through_the_gateway_and_reaches_nothing_
     control["spec"]["containers"][0].update(
         image=f"docker.io/mcpexec/runtime:{PROJECT_VERSION}", command=["python3", "-c", probes], args=None
     )
-    opened = " ".join(f"{name}=open" for name, _, _ in targets if name != "vault")
-    # ...but not the gateway (it takes task pods only) nor the vault (the gateway only): the chart's policies.
-    assert f"reach: gateway=closed {opened} vault=closed" in run_to_completion(core, namespace, control)
+    opened = " ".join(f"{name}=open" for name, _, _ in targets if name not in ("gateway-ops", "vault"))
+    # ...but not the gateway (it takes task pods only), its ops port (metrics and docs: the scrapers of the release's
+    # namespace only) nor the vault (the gateway only): the chart's policies.
+    control_reach = run_to_completion(core, namespace, control)
+    assert f"reach: gateway=closed {opened} gateway-ops=closed vault=closed" in control_reach
 
 
 SAVE_SKILL = """

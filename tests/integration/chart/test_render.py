@@ -97,7 +97,8 @@ def test_service_monitors_select_a_service_port() -> None:
         selector = monitor["spec"]["selector"]["matchLabels"]
         [service] = [s for s in services if selector.items() <= s["metadata"]["labels"].items()]
         ports = {p["name"] for p in service["spec"]["ports"]}
-        assert [e["port"] for e in monitor["spec"]["endpoints"]] == [next(iter(ports))], name
+        assert [e["port"] for e in monitor["spec"]["endpoints"]] == ["ops" if "ops" in ports else "metrics"], name
+        assert {e["port"] for e in monitor["spec"]["endpoints"]} <= ports, name
         assert monitor["spec"]["endpoints"][0]["path"] == "/metrics"
 
 
@@ -131,8 +132,9 @@ def test_singletons_and_the_gateways_availability() -> None:
     gateway = deployments["rel-mcpexec-gateway"]
     assert gateway["spec"]["replicas"] == 2
     container = gateway["spec"]["template"]["spec"]["containers"][0]
-    assert container["readinessProbe"]["httpGet"]["path"] == "/readyz"
-    assert container["livenessProbe"]["httpGet"]["path"] == "/healthz"
+    assert container["readinessProbe"]["httpGet"] == {"path": "/readyz", "port": "ops"}
+    assert container["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": "ops"}
+    assert {p["name"]: p["containerPort"] for p in container["ports"]} == {"http": 8000, "ops": 9090}
     [budget] = _by_kind(docs, "PodDisruptionBudget").values()
     assert budget["spec"]["selector"] == gateway["spec"]["selector"]
     assert budget["spec"]["maxUnavailable"] == 1
@@ -211,14 +213,14 @@ def test_network_policies_guard_the_control_plane() -> None:
     ]
     gateway = policies["rel-mcpexec-gateway"]["spec"]
     assert gateway["podSelector"]["matchLabels"] == gateway_selector
-    assert gateway["ingress"][0]["from"] == [
+    tasks = {"app.kubernetes.io/name": "mcpexec-task", "app.kubernetes.io/managed-by": "mcpexec"}
+    # Task pods reach the API port only; the scrapers the ops port only (metrics and docs are not the sandbox's).
+    assert gateway["ingress"] == [
         {
-            "namespaceSelector": {},
-            "podSelector": {
-                "matchLabels": {"app.kubernetes.io/name": "mcpexec-task", "app.kubernetes.io/managed-by": "mcpexec"}
-            },
+            "from": [{"namespaceSelector": {}, "podSelector": {"matchLabels": tasks}}],
+            "ports": [{"protocol": "TCP", "port": 8000}],
         },
-        {"podSelector": {}},
+        {"from": [{"podSelector": {}}], "ports": [{"protocol": "TCP", "port": 9090}]},
     ]
     operator = policies["rel-mcpexec-operator"]["spec"]
     assert operator["ingress"] == [{"from": [{"podSelector": {}}], "ports": [{"protocol": "TCP", "port": 9090}]}]
@@ -228,7 +230,7 @@ def test_network_policies_guard_the_control_plane() -> None:
     assert not _by_kind(render(*VALUE_SETS["no network policies, one gateway"]), "NetworkPolicy")
     monitoring = _by_kind(render(*VALUE_SETS["runtime class and service monitor"]), "NetworkPolicy")
     assert monitoring["rel-mcpexec-operator"]["spec"]["ingress"][0]["from"] == [MONITORING]
-    assert monitoring["rel-mcpexec-gateway"]["spec"]["ingress"][0]["from"][1:] == [MONITORING]
+    assert monitoring["rel-mcpexec-gateway"]["spec"]["ingress"][1]["from"] == [MONITORING]
 
 
 def test_operator_points_tasks_at_this_gateway() -> None:
@@ -282,13 +284,14 @@ def test_gateway_settings_come_from_values(monkeypatch: pytest.MonkeyPatch) -> N
     docs = render(
         "--set", "gateway.requestsPerSecondPerTask=7", "--set", "gateway.stdioServerNamespaces={platform}",
         "--set", "gateway.piiNer=presidio", "--set", "gateway.maxResultBytes=20971520",
-        "--set", "gateway.piiMinimumEntities={EMAIL,PERSON}",
+        "--set", "gateway.piiMinimumEntities={EMAIL,PERSON}", "--set", "gateway.opsPort=9191",
     )  # fmt: skip
     for env in _env(_by_kind(docs, "Deployment")["rel-mcpexec-gateway"]).values():
         monkeypatch.setenv(env["name"], env.get("value", "redis://from-a-secret"))
     settings = GatewaySettings()
     assert (settings.requests_per_second, settings.stdio_server_namespaces) == (7, ["platform"])
     assert settings.pii_ner == "presidio" and settings.pii_minimum_entities == ["EMAIL", "PERSON"]
+    assert (settings.port, settings.ops_port) == (8000, 9191)
     assert settings.limits() == Limits(requests_per_second=7, max_request_bytes=16 << 20, max_result_bytes=20 << 20)
 
 

@@ -38,6 +38,8 @@ class GatewayThread:
         self.gateway = gateway
         self.socket_path = socket_path
         self.base_url = "http://gateway"
+        self.ops_socket = None if socket_path is None else socket_path.with_name(socket_path.name + ".ops")
+        self.ops_url = "http://gateway-ops"
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, name="gateway-loop", daemon=True)
 
@@ -50,6 +52,9 @@ class GatewayThread:
             self.base_url = f"http://127.0.0.1:{self.run(self.gateway.start_tcp())}"
         else:
             self.run(self.gateway.start(str(self.socket_path)))
+        ops_port = self.run(self.gateway.serve_ops(None if self.ops_socket is None else str(self.ops_socket)))
+        if ops_port is not None:
+            self.ops_url = f"http://127.0.0.1:{ops_port}"
         return self
 
     def __exit__(self, *_exc: object) -> None:
@@ -65,6 +70,15 @@ class GatewayThread:
         headers = {"Authorization": f"Bearer {token}"} if token else {}
         transport = httpx.HTTPTransport(uds=str(self.socket_path) if self.socket_path else None)
         return httpx.Client(transport=transport, base_url=self.base_url, headers=headers, timeout=120)
+
+    def ops_client(self) -> httpx.Client:
+        """The ops port (health, metrics, API docs): the probes' and scrapers', never a sandbox's."""
+        transport = httpx.HTTPTransport(uds=str(self.ops_socket) if self.ops_socket else None)
+        return httpx.Client(transport=transport, base_url=self.ops_url, timeout=120)
+
+    def metrics(self) -> str:
+        with self.ops_client() as ops:
+            return ops.get("/metrics").text
 
     def client_for(self, task: AgentTask, ttl_seconds: int = 600) -> httpx.Client:
         return self.client(self.token(task, ttl_seconds))

@@ -88,9 +88,16 @@ def test_a_token_of_task_a_never_reaches_task_b(gateway: GatewayThread, workdir:
     assert "bob.okafor@example.net" not in json.dumps(from_b)
 
 
-def test_health_endpoints_need_no_token(gateway: GatewayThread) -> None:
-    with gateway.client() as c:
-        assert c.get("/healthz").json() == {"status": "ok"}
-        assert c.get("/readyz").json() == {"status": "ready"}
-        assert c.get("/openapi.json").json()["info"]["title"] == "mcpexec gateway"
-        assert "mcpexec_gateway_tool_calls_total" in c.get("/metrics").text
+def test_ops_endpoints_are_on_the_ops_port_only(gateway: GatewayThread) -> None:
+    """Health, metrics and the API's docs need no token, on the ops port; on the port sandboxes reach they do not
+    exist (a task must not read other tasks' metrics or the gateway's docs)."""
+    with gateway.ops_client() as ops:
+        assert ops.get("/healthz").json() == {"status": "ok"}
+        assert ops.get("/readyz").json() == {"status": "ready"}
+        api = ops.get("/openapi.json").json()
+        assert api["info"]["title"] == "mcpexec gateway" and "/v1/tools/{server}/{tool}/call" in api["paths"]
+        assert "swagger" in ops.get("/docs").text.lower()
+        assert "mcpexec_gateway_tool_calls_total" in ops.get("/metrics").text
+    with gateway.client_for(make_task("ops-from-a-task", ["demo"])) as c:
+        for path in ("/healthz", "/readyz", "/metrics", "/openapi.json", "/docs", "/redoc"):
+            assert c.get(path).status_code == 404, path

@@ -46,8 +46,8 @@ def test_json_media_types_and_omitted_nulls(gateway: GatewayThread) -> None:
 
 def test_the_openapi_operation_is_the_one_fastapi_documents(gateway: GatewayThread) -> None:
     """Built from the endpoint's signature like every other route: bearer security, path parameters, body, answers."""
-    with gateway.client() as c:
-        spec = c.get("/openapi.json").json()
+    with gateway.ops_client() as ops:
+        spec = ops.get("/openapi.json").json()
     operation = spec["paths"]["/v1/tools/{server}/{tool}/call"]["post"]
     assert operation["security"] == [{"HTTPBearer": []}]
     assert [(p["name"], p["in"], p["required"]) for p in operation["parameters"]] == [

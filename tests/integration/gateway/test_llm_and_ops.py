@@ -139,7 +139,7 @@ def test_audit_log_and_metrics(small_gateway: GatewayThread, caplog: pytest.LogC
     with caplog.at_level(logging.INFO, logger="mcpexec.gateway.audit"), small_gateway.client_for(task) as c:
         ok = c.post("/v1/tools/demo/search_customers/call", json={"arguments": {"query": "bob.okafor@example.net"}})
         bad = c.post("/v1/tools/demo/get_customer/call", json={"arguments": {}})
-        metrics = c.get("/metrics").text
+    metrics = small_gateway.metrics()
     assert ok.status_code == 200 and bad.status_code == 422
     records = [r for r in caplog.records if r.name == "mcpexec.gateway.audit"]
     audit = [(r.task, r.action, r.target, r.outcome) for r in records]  # type: ignore[attr-defined]
@@ -157,11 +157,11 @@ def test_names_from_the_url_do_not_become_metric_series(gateway: GatewayThread) 
     """Calls to tools and servers the task does not have all count under one `(unknown)` series (issue 17)."""
     task = make_task("cardinality", ["demo"])
     with gateway.client_for(task) as c:
-        before = c.get("/metrics").text.count("\n")
+        before = gateway.metrics().count("\n")
         for i in range(30):  # under the default rate limit
             assert c.post(f"/v1/tools/demo/nope{i}/call", json={"arguments": {}}).status_code == 404
             assert c.post(f"/v1/tools/srv{i}/tool/call", json={"arguments": {}}).status_code == 404
-        metrics = c.get("/metrics").text
+    metrics = gateway.metrics()
     assert "nope" not in metrics and "srv1" not in metrics
     assert 'mcpexec_gateway_tool_calls_total{outcome="not_found",server="(unknown)",tool="(unknown)"}' in metrics
     assert metrics.count("\n") - before < 30  # one new series and its histogram, not 60

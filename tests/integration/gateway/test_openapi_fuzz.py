@@ -29,9 +29,9 @@ def fuzzed(workdir: Path) -> Iterator[tuple[GatewayThread, str]]:
 
 def test_no_server_errors_and_answers_match_the_spec(fuzzed: tuple[GatewayThread, str]) -> None:
     gateway, token = fuzzed
-    api = from_url(f"{gateway.base_url}/openapi.json")
+    api = from_url(f"{gateway.ops_url}/openapi.json")  # the document is on the ops port, the API on its own
     operations = [result.ok() for result in api.get_all_operations()]
-    assert len(operations) == 9
+    assert len(operations) == 6
     headers = {"Authorization": f"Bearer {token}"}
     for operation in operations:
 

@@ -148,7 +148,7 @@ def test_a_stdio_answer_over_the_limit_is_a_502_and_the_server_keeps_running(
         assert after.status_code == 200 and after.json()["content"][0]["text"] == "x" * (MAX_RESULT // 4)
         # Only the one answer was dropped: the same server processes (catalog's and task's) serve on.
         assert servers and processes_with(str(files), "cmdline") == servers
-        assert _refused_calls(c.get("/metrics").text, "filesystem", "read_text_file") == [2.0]
+        assert _refused_calls(sized_gateway.metrics(), "filesystem", "read_text_file") == [2.0]
 
 
 @pytest.mark.parametrize("answers", ["sse", "json"])
@@ -186,4 +186,4 @@ def test_streamable_http_answers_up_to_the_limit_pass_and_larger_ones_are_a_502(
         assert str(2 << 20) in error["message"] and "€" not in refused.text
         send("after")  # the same session: only the one answer was dropped
         assert connection.generation == generation and connection.connected
-        assert _refused_calls(c.get("/metrics").text, "crm", "sent_messages") == [1.0]
+        assert _refused_calls(gw.metrics(), "crm", "sent_messages") == [1.0]
