@@ -133,7 +133,7 @@ def _volumes(task: TaskRef, spec: AgentTaskSpec, settings: OperatorSettings) -> 
             "persistentVolumeClaim": {"claimName": spec.skills.claim_name, "readOnly": spec.skills.read_only},
         }
     return [
-        {"name": "workspace", "emptyDir": {"sizeLimit": "1Gi"}},
+        {"name": "workspace", "emptyDir": {"sizeLimit": settings.workspace_size}},
         {"name": "tmp", "emptyDir": {"medium": "Memory", "sizeLimit": "64Mi"}},
         skills,
         {"name": "task", "configMap": {"name": child_name(task.name)}},

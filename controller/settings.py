@@ -7,7 +7,7 @@ from typing import Annotated, Any
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from mcpexec.api.meta import GATEWAY_AUDIENCE
+from mcpexec.api.meta import GATEWAY_AUDIENCE, QUANTITY
 
 KUBE_DNS = {
     "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "kube-system"}},
@@ -46,4 +46,6 @@ class OperatorSettings(BaseSettings):
     dns_peers: list[PolicyPeer] = Field(default_factory=lambda: [PolicyPeer.model_validate(KUBE_DNS)], min_length=1)
     token_expiration_seconds: int = Field(default=3600, ge=600)
     metrics_port: int = 9090
+    # Every task's /workspace (an emptyDir): the kubelet evicts a pod that writes more, and the task fails saying so.
+    workspace_size: Annotated[str, StringConstraints(pattern=QUANTITY)] = "1Gi"
     sweep_interval_seconds: float = Field(default=10, gt=0)

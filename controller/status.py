@@ -65,6 +65,16 @@ def _runtime_result(terminated: dict[str, Any] | None) -> Status:
     return out
 
 
+def _evicted(pods: list[dict[str, Any]]) -> str | None:
+    """Why the kubelet evicted the task's pod (e.g. its workspace over its size), which says more than the Job's
+    backoff message."""
+    for pod in pods:
+        status = pod.get("status") or {}
+        if status.get("reason") == "Evicted":
+            return f"evicted: {status.get('message') or 'by the kubelet'}"
+    return None
+
+
 def observe(job: dict[str, Any], pods: list[dict[str, Any]]) -> Status:
     """The status a Job and its pods imply, before merging into the task's current status."""
     job_status = job.get("status") or {}
@@ -85,7 +95,7 @@ def observe(job: dict[str, Any], pods: list[dict[str, Any]]) -> Status:
         phase = Phase.TIMED_OUT if timed_out else Phase.FAILED
         status["phase"] = phase.value
         status["completionTime"] = failed.get("lastTransitionTime") or now()
-        message = outcome.pop("error", None) or failed.get("message") or ""
+        message = outcome.pop("error", None) or _evicted(pods) or failed.get("message") or ""
         if not timed_out and terminated and terminated.get("exitCode") not in (None, 0):
             message = message or f"runtime exited with code {terminated['exitCode']}"
         status["conditions"] = [condition("Finished", True, "DeadlineExceeded" if timed_out else "Failed", message)]

@@ -303,13 +303,15 @@ def test_operator_settings_and_pull_secrets_come_from_values(monkeypatch: pytest
         "images.pullSecrets={regcred}",
         "--set-json",
         f"networkPolicies.taskDnsPeers=[{json.dumps(node_local)}]",
+        "--set",
+        "tasks.workspaceSize=64Mi",
     )
     deployments = _by_kind(docs, "Deployment")
     for env in _env(deployments["rel-mcpexec-operator"]).values():
         monkeypatch.setenv(env["name"], env.get("value", ""))
     settings = OperatorSettings()
     assert [p.model_dump(exclude_none=True) for p in settings.dns_peers] == [node_local]
-    assert settings.image_pull_secrets == ["regcred"]
+    assert settings.image_pull_secrets == ["regcred"] and settings.workspace_size == "64Mi"
     assert {n: d["spec"]["template"]["spec"].get("imagePullSecrets") for n, d in deployments.items()} == {
         n: [{"name": "regcred"}] for n in deployments
     }
@@ -323,6 +325,7 @@ def test_operator_settings_and_pull_secrets_come_from_values(monkeypatch: pytest
         (["--set", "llm.api=palm"], "/llm/api"),
         (["--set", "gateway.piiNer=spacy"], "/gateway/piiNer"),
         (["--set", "gateway.piiMinimumEntities={PASSPORT}"], "/gateway/piiMinimumEntities/0"),
+        (["--set", "tasks.workspaceSize=lots"], "/tasks/workspaceSize"),
         (["--set", "gateway.requestsPerSecondPerTask=0"], "/gateway/requestsPerSecondPerTask"),
         (["--set", "gateway.maxResultBytes=100"], "/gateway/maxResultBytes"),
         (["--set-json", "networkPolicies.taskDnsPeers=[]"], "/networkPolicies/taskDnsPeers"),

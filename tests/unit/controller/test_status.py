@@ -72,3 +72,24 @@ def test_deadline_is_timed_out() -> None:
 def test_duration_format() -> None:
     assert duration("2026-01-01T00:00:00Z", "2026-01-01T01:02:03Z") == "1h2m3s"
     assert duration("2026-01-01T00:00:00Z", "2026-01-01T00:02:03+00:00") == "2m3s"
+
+
+def test_an_evicted_pod_says_why_the_task_failed() -> None:
+    """A workspace over its size gets the pod evicted by the kubelet: the task's condition carries the kubelet's
+    reason, not the Job's generic backoff message."""
+    evicted = _pod("Failed")
+    evicted["status"] |= {
+        "reason": "Evicted",
+        "message": 'Usage of EmptyDir volume "workspace" exceeds the limit "16Mi".',
+    }
+    failed = {
+        "type": "Failed",
+        "status": "True",
+        "reason": "BackoffLimitExceeded",
+        "message": "Job has reached the specified backoff limit",
+    }
+    status = observe(_job(failed), [evicted])
+    assert status["phase"] == "Failed"
+    assert (
+        status["conditions"][0]["message"] == 'evicted: Usage of EmptyDir volume "workspace" exceeds the limit "16Mi".'
+    )
