@@ -1,6 +1,6 @@
 """Copy a minimal root filesystem out of a debootstrap one: the files of some packages' closure only.
 
-    python3 images/slim_rootfs.py BASE DEST [PACKAGE ...]      (default: python3 tzdata base-files)
+    python3 images/slim_rootfs.py BASE DEST [PACKAGE ...]      (default: python3 libstdc++6 tzdata base-files)
 
 No shell, no package manager, no perl, no coreutils: what Debian's python3 needs to start, its standard
 library, tzdata and the CA bundle, plus `nobody` (uid 65534) in /etc/passwd. The closure follows
@@ -16,7 +16,8 @@ import shutil
 import sys
 from pathlib import Path
 
-ROOTS = ("python3", "tzdata", "base-files")
+# libstdc++6: the C++ extensions among the project's dependencies (google-re2) load it.
+ROOTS = ("python3", "libstdc++6", "tzdata", "base-files")
 NOT_AT_RUN_TIME = frozenset({"debconf", "perl-base", "dpkg", "mawk", "adduser"})
 # Documentation, and glibc's iconv modules (8 MB; Python's codecs do not use iconv).
 DROPPED_DIRS = (
