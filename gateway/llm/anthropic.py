@@ -1,8 +1,8 @@
 """OpenAI chat completions <-> Anthropic Messages API, so sandboxes speak one API whatever the upstream is.
 
 Only what a code-writing agent uses is translated: text messages (system prompts become `system`),
-max_tokens, temperature, top_p and stop. Images, tools and n > 1 are refused with a clear 422 rather than
-silently dropped; other OpenAI fields are not sent (the Messages API rejects unknown fields).
+max_tokens, temperature, top_p and stop. Images and tools are refused with a clear 422 rather than silently
+dropped; the other fields the proxy lets through are not sent (the Messages API rejects unknown fields).
 """
 
 from __future__ import annotations
@@ -14,10 +14,10 @@ from pydantic import BaseModel, ConfigDict, Field
 from gateway.errors import InvalidArguments
 
 API_VERSION = "2023-06-01"
-# The Messages API requires max_tokens; OpenAI's default is "as many as fit".
+# The Messages API requires max_tokens; OpenAI's default is "as many as fit". Every Claude model allows this many.
 DEFAULT_MAX_TOKENS = 4096
 _FINISH_REASONS = {"end_turn": "stop", "stop_sequence": "stop", "max_tokens": "length", "tool_use": "tool_calls"}
-_UNSUPPORTED = ("tools", "tool_choice", "functions", "function_call", "response_format", "logprobs")
+_UNSUPPORTED = ("tools", "tool_choice")
 
 
 class ContentBlock(BaseModel):
@@ -60,12 +60,11 @@ def _text(content: Any) -> str:
     return "".join(parts)
 
 
-def to_messages_request(body: dict[str, Any]) -> dict[str, Any]:
-    """An OpenAI chat completion request body as a Messages API body; consecutive turns of one role merge."""
+def to_messages_request(body: dict[str, Any], max_tokens: int) -> dict[str, Any]:
+    """An OpenAI chat completion request body (as the proxy let it through) as a Messages API body; consecutive
+    turns of one role merge. A body asking no max_tokens gets the default, or the gateway's `max_tokens` if lower."""
     if refused := [name for name in _UNSUPPORTED if name in body]:
         raise InvalidArguments(f"not supported with this model: {', '.join(refused)}")
-    if body.get("n", 1) != 1:
-        raise InvalidArguments("n must be 1 with this model")
     system: list[str] = []
     turns: list[dict[str, str]] = []
     for message in body["messages"]:
@@ -81,10 +80,11 @@ def to_messages_request(body: dict[str, Any]) -> dict[str, Any]:
             raise InvalidArguments(f"messages of role {role!r} are not supported with this model")
     if not turns:
         raise InvalidArguments("at least one user or assistant message is required")
+    asked = body.get("max_completion_tokens") or body.get("max_tokens")
     request: dict[str, Any] = {
         "model": body["model"],
         "messages": turns,
-        "max_tokens": body.get("max_completion_tokens") or body.get("max_tokens") or DEFAULT_MAX_TOKENS,
+        "max_tokens": asked or min(DEFAULT_MAX_TOKENS, max_tokens),
     }
     if system:
         request["system"] = "\n\n".join(system)
@@ -110,9 +110,5 @@ def to_chat_completion(answer: MessagesResponse) -> dict[str, Any]:
                 "finish_reason": _FINISH_REASONS.get(answer.stop_reason or "", "stop"),
             }
         ],
-        "usage": {
-            "prompt_tokens": answer.usage.input_tokens,
-            "completion_tokens": answer.usage.output_tokens,
-            "total_tokens": answer.usage.input_tokens + answer.usage.output_tokens,
-        },
+        "usage": {"prompt_tokens": answer.usage.input_tokens, "completion_tokens": answer.usage.output_tokens},
     }

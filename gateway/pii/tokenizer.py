@@ -3,18 +3,21 @@
 Two vault round trips per value: read what the task's vault minted since the last look (its known values), then
 collect every string, detect, mint all tokens at once, rebuild. Detectors rank: the task's known values first (no
 value the vault holds for a task leaves toward it, whatever surrounds it), then the built-in entities, names and
-places, and custom patterns last (they only add). Binary payloads (image/audio `data`, resource `blob`) are left
-alone: they are base64, not text.
+places, and custom patterns last (they only add). Base64 payloads (image/audio `data`, resource `blob`) are left
+alone when their media type is binary; when it is text (a CSV, a JSON file), their decoded text is tokenized like
+any other string and encoded again, and one that is not base64 of UTF-8 is refused rather than passed on unread.
 """
 
 from __future__ import annotations
 
 import asyncio
+import base64
 from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
 from gateway.context import TaskContext
+from gateway.errors import UnreadableTextPayload
 from gateway.pii.detectors import Detection, Detector, resolve_overlaps
 from gateway.pii.known_values import GUARD, TOKEN, KnownValues
 from gateway.pii.protection import Protection
@@ -22,11 +25,46 @@ from gateway.pii.scanner import Offload, cheap, detect_all, in_thread
 from gateway.pii.vault import Vault
 from mcpexec.api.pii import PiiEntity
 
+# Media types whose payload is text however it is carried: text/*, these, and the +json/+xml/+yaml families.
+_TEXT_TYPES = frozenset(
+    {
+        "application/json", "application/x-ndjson", "application/jsonl", "application/xml", "application/yaml",
+        "application/x-yaml", "application/toml", "application/csv", "application/sql", "application/graphql",
+        "application/javascript", "application/x-sh", "application/x-www-form-urlencoded", "message/rfc822",
+    }
+)  # fmt: skip
+_TEXT_SUFFIXES = ("+json", "+xml", "+yaml")
 
-def _opaque_keys(node: dict[str, Any]) -> frozenset[str]:
-    if node.get("type") in ("image", "audio"):
-        return frozenset({"data"})
-    return frozenset({"blob"}) if "blob" in node and "uri" in node else frozenset()
+
+def _payload_key(node: dict[str, Any]) -> str | None:
+    """The key of the node's base64 payload, if it has one (a string): image/audio `data`, a resource's `blob`."""
+    key = "data" if node.get("type") in ("image", "audio") else "blob" if "uri" in node else None
+    return key if key is not None and isinstance(node.get(key), str) else None
+
+
+def _payload_text(node: dict[str, Any], payload: str) -> str | None:
+    """The text a payload carries when its media type is text (parameters such as charset aside: UTF-8 only), None
+    when it is binary; raises UnreadableTextPayload for a text payload that is not base64 of UTF-8."""
+    media_type = node.get("mimeType")
+    if not isinstance(media_type, str):
+        return None
+    essence = media_type.partition(";")[0].strip().lower()
+    if not (essence.startswith("text/") or essence in _TEXT_TYPES or essence.endswith(_TEXT_SUFFIXES)):
+        return None
+    try:
+        return base64.b64decode(payload, validate=True).decode("utf-8")
+    except ValueError:  # binascii.Error, UnicodeDecodeError, non-ASCII characters
+        raise UnreadableTextPayload(
+            f"a payload of media type {essence!r} is not base64 of UTF-8 text: it cannot be checked for personal data"
+        ) from None
+
+
+def _rebuilt_payload(node: dict[str, Any], payload: str, replace: Callable[[str], str]) -> str:
+    text = _payload_text(node, payload)
+    if text is None:
+        return payload
+    replaced = replace(text)
+    return payload if replaced == text else base64.b64encode(replaced.encode()).decode("ascii")
 
 
 def _strings(value: Any, out: list[str]) -> None:
@@ -36,11 +74,13 @@ def _strings(value: Any, out: list[str]) -> None:
         for item in value:
             _strings(item, out)
     elif isinstance(value, dict):
-        opaque = _opaque_keys(value)
+        payload = _payload_key(value)
         for key, item in value.items():
             out.append(key)
-            if key not in opaque:
+            if key != payload:
                 _strings(item, out)
+            elif (text := _payload_text(value, item)) is not None:
+                out.append(text)
 
 
 def _rebuild(value: Any, replace: Callable[[str], str]) -> Any:
@@ -49,8 +89,11 @@ def _rebuild(value: Any, replace: Callable[[str], str]) -> Any:
     if isinstance(value, list):
         return [_rebuild(item, replace) for item in value]
     if isinstance(value, dict):
-        opaque = _opaque_keys(value)
-        return {replace(k): (v if k in opaque else _rebuild(v, replace)) for k, v in value.items()}
+        payload = _payload_key(value)
+        return {
+            replace(k): _rebuilt_payload(value, v, replace) if k == payload else _rebuild(v, replace)
+            for k, v in value.items()
+        }
     return value
 
 

@@ -10,12 +10,14 @@ import json
 import logging
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from gateway.settings import Limits
 from tests.integration.gateway.conftest import GatewayThread, demo_spec, start_gateway
-from tests.support.scripted_llm import ScriptedLLM
+from tests.support import scripted_llm
+from tests.support.scripted_llm import USAGE, ScriptedLLM
 from tests.support.tasks import make_task
 
 REPLY = "Sure, I will write to carol@example.com and call +1 202-555-0143."
@@ -176,3 +178,90 @@ def test_a_tasks_usage_is_dropped_when_it_is_unregistered(small_gateway: Gateway
     held = len(meter)
     small_gateway.run(small_gateway.gateway.unregister_task(task.task_id))
     assert len(meter) == held - 1
+
+
+URL = "/v1/llm/chat/completions"
+MAX_TOKENS = 1000
+
+
+@pytest.fixture(scope="module")
+def capped_gateway(llm: ScriptedLLM, workdir: Path) -> Iterator[GatewayThread]:
+    """The scripted upstream with the admin's max_tokens at MAX_TOKENS; no MCP servers (the LLM proxy needs none)."""
+    upstream = llm.upstream(default_model="gpt-test", max_tokens=MAX_TOKENS)
+    with start_gateway({}, workdir / "gw-llm-capped.sock", llm=upstream) as gw:
+        yield gw
+
+
+def test_the_sandbox_cannot_pick_the_model_or_widen_the_request(
+    capped_gateway: GatewayThread, llm: ScriptedLLM
+) -> None:
+    """Issue 17: the task's model (else the gateway's), one choice, at most the admin's max_tokens, known fields only.
+    Each refusal says why and none reaches the upstream; what is let through goes up tokenized, stop sequences too."""
+    pinned, unpinned = make_task("llm-pinned", [], model="gpt-task"), make_task("llm-unpinned", [])
+    messages = [{"role": "user", "content": "Write to dave@example.com"}]
+    before = len(llm.requests)
+    with capped_gateway.client_for(pinned) as c:
+        refused = {
+            "another model": c.post(URL, json={"messages": messages, "model": "gpt-expensive"}),
+            "n": c.post(URL, json={"messages": messages, "n": 64}),
+            "unknown field": c.post(URL, json={"messages": messages, "logit_bias": {"50256": 100}}),
+            "max_tokens": c.post(URL, json={"messages": messages, "max_tokens": MAX_TOKENS + 1}),
+            "max_completion_tokens": c.post(URL, json={"messages": messages, "max_completion_tokens": 10**9}),
+        }
+        within = {"model": "gpt-task", "n": 1, "max_completion_tokens": MAX_TOKENS, "stop": ["dave@example.com"]}
+        allowed = c.post(URL, json={"messages": messages, **within, "seed": 7})
+    with capped_gateway.client_for(unpinned) as c:
+        refused["a model, the task naming none"] = c.post(URL, json={"messages": messages, "model": "gpt-task"})
+        default = c.post(URL, json={"messages": messages})
+    other_model = "this task's model is {!r}: a request may not name another"
+    over = "{} {} is over this gateway's limit of " + str(MAX_TOKENS)
+    errors = {
+        name: (a.status_code, a.json()["error"]["code"], a.json()["error"]["message"]) for name, a in refused.items()
+    }
+    assert errors == {
+        "another model": (403, "forbidden", other_model.format("gpt-task")),
+        "n": (422, "invalid_request", "body.n: Input should be 1"),
+        "unknown field": (422, "invalid_request", "body.logit_bias: Extra inputs are not permitted"),
+        "max_tokens": (422, "invalid_arguments", over.format("max_tokens", MAX_TOKENS + 1)),
+        "max_completion_tokens": (422, "invalid_arguments", over.format("max_completion_tokens", 10**9)),
+        "a model, the task naming none": (403, "forbidden", other_model.format("gpt-test")),
+    }
+    assert (allowed.status_code, default.status_code) == (200, 200), (allowed.text, default.text)
+    tokenized = [{"role": "user", "content": "Write to [EMAIL_1]"}]
+    assert [body for _headers, body in llm.requests[before:]] == [
+        {"messages": tokenized, **within, "stop": ["[EMAIL_1]"], "seed": 7, "stream": False},
+        {"messages": tokenized, "model": "gpt-test", "stream": False},
+    ]
+
+
+def test_only_the_declared_answer_fields_come_back_all_tokenized(
+    workdir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An upstream's fields outside a chat completion (a provider's own, usage details) are dropped, not relayed raw;
+    those kept are tokenized, in a JSON answer and in a stream alike (issue 17)."""
+    email = "carol@example.com"
+    scripted = scripted_llm._chat_completion
+
+    def with_extras(body: dict[str, Any], reply: scripted_llm.Reply, number: int) -> dict[str, Any]:
+        answer = scripted(body, reply, number)
+        usage = answer["usage"] | {"prompt_tokens_details": {"note": email}}
+        return answer | {"id": f"chatcmpl-{email}", "system_fingerprint": email, "x_note": email, "usage": usage}
+
+    monkeypatch.setattr(scripted_llm, "_chat_completion", with_extras)
+    task = make_task("llm-extras", [], model="gpt-task")
+    request = {"messages": [{"role": "user", "content": "Hi"}]}
+    with (
+        ScriptedLLM([REPLY]) as extras_llm,
+        start_gateway({}, workdir / "gw-llm-extras.sock", llm=extras_llm.upstream()) as gw,
+        gw.client_for(task) as c,
+    ):
+        whole = c.post(URL, json=request)
+        streamed = c.post(URL, json={**request, "stream": True, "stream_options": {"include_usage": True}})
+    assert whole.status_code == 200 and streamed.status_code == 200, (whole.text, streamed.text)
+    assert extras_llm.requests  # the upstream did answer with the extras
+    for answer in (whole, streamed):
+        assert "carol@" not in answer.text and "x_note" not in answer.text and "fingerprint" not in answer.text
+    body = whole.json()
+    assert set(body) == {"id", "object", "created", "model", "choices", "usage"}
+    assert body["usage"] == USAGE and body["object"] == "chat.completion"
+    assert body["choices"][0]["message"]["content"].startswith("Sure, I will write to [EMAIL_")

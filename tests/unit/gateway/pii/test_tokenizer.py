@@ -4,12 +4,14 @@ values scanned off the event loop; the vault's values caught wherever they come 
 from __future__ import annotations
 
 import asyncio
+import base64
 from typing import Any
 
 import pytest
 from pydantic import ValidationError
 
 from gateway.context import TaskContext
+from gateway.errors import UnreadableTextPayload
 from gateway.pii.protection import DEFAULT_MINIMUM, protection_for
 from gateway.pii.scanner import ON_LOOP_MAX_CHARS, cheap
 from gateway.pii.tokenizer import PiiTokenizer
@@ -118,3 +120,52 @@ def test_crafted_digit_runs_are_never_scanned_on_the_event_loop(unit: str) -> No
         assert not cheap([unit * repeat]), repeat
     assert not cheap([unit] * 100)  # spread over many strings of one value, too
     assert cheap(["a@b.c " * 4000, "ab:" * 1000, '{"email": "ana@example.org", "phone": "+1 202-555-0143"}'])
+
+
+def _resource(mime_type: str, blob: str) -> dict[str, Any]:
+    return {"type": "resource", "resource": {"uri": "file:///export", "mimeType": mime_type, "blob": blob}}
+
+
+def _b64(text: str) -> str:
+    return base64.b64encode(text.encode()).decode()
+
+
+def test_a_text_blob_is_tokenized_and_stays_base64() -> None:
+    """A tool answering a CSV as an embedded resource's base64 `blob` does not carry its emails past the gateway;
+    the sandbox gets valid base64 of the tokenized text, and the real values back when it sends that on."""
+    tokenizer = _tokenizer()
+    ctx = _ctx("pii-blob")
+    csv = "name,email\nAna,ana@example.org\nBo,bo@example.org\n"
+    value = {"content": [_resource("text/csv; charset=utf-8", _b64(csv)), {"type": "text", "text": "ana@example.org"}]}
+    masked = asyncio.run(tokenizer.tokenize(ctx, value))
+    blob = masked["content"][0]["resource"]["blob"]
+    assert base64.b64decode(blob, validate=True).decode() == "name,email\nAna,[EMAIL_1]\nBo,[EMAIL_2]\n"
+    assert masked["content"][1]["text"] == "[EMAIL_1]"  # one token per value, in a blob or not
+    assert asyncio.run(tokenizer.detokenize(ctx, masked)) == value
+    for mime_type in ("application/json", "application/vnd.api+json", "image/svg+xml", "TEXT/PLAIN"):
+        resource = asyncio.run(tokenizer.tokenize(ctx, _resource(mime_type, _b64('{"to": "bo@example.org"}'))))
+        assert base64.b64decode(resource["resource"]["blob"]) == b'{"to": "[EMAIL_2]"}', mime_type
+
+
+def test_a_binary_blob_is_left_as_it_is() -> None:
+    tokenizer = _tokenizer()
+    png = base64.b64encode(b"\x89PNG\r\n\x1a\nana@example.org").decode()
+    value = [_resource("image/png", png), {"uri": "file:///no-payload"}]
+    assert asyncio.run(tokenizer.tokenize(_ctx("pii-png"), value)) == value
+
+
+@pytest.mark.parametrize(
+    "blob", ["ana@example.org", _b64("ana@example.org")[:-1], base64.b64encode(b"\xff\xfeana@example.org").decode()]
+)
+def test_a_text_blob_that_cannot_be_read_is_refused(blob: str) -> None:
+    """Not base64, cut short, or not UTF-8: the gateway cannot look inside, so nothing of it is passed on."""
+    with pytest.raises(UnreadableTextPayload, match=r"'text/plain' is not base64 of UTF-8 text") as refused:
+        asyncio.run(_tokenizer().tokenize(_ctx("pii-bad-blob"), _resource("text/plain", blob)))
+    assert refused.value.status == 502 and "ana@" not in refused.value.message
+
+
+def test_only_a_string_is_a_payload() -> None:
+    """An object shaped like image content whose `data` is no string is walked like any other value."""
+    value = {"type": "image", "mimeType": "image/png", "data": {"email": "ana@example.org"}}
+    masked = asyncio.run(_tokenizer().tokenize(_ctx("pii-shape"), value))
+    assert masked["data"] == {"email": "[EMAIL_1]"}
