@@ -10,8 +10,6 @@ import json
 from datetime import datetime
 from typing import Any
 
-from pydantic import ValidationError
-
 from mcpexec.api.agenttask import Phase
 from mcpexec.api.conditions import condition, merge_conditions, now
 from mcpexec.api.result import RuntimeResult
@@ -57,7 +55,7 @@ def _runtime_result(terminated: dict[str, Any] | None) -> Status:
     message = str(terminated["message"])
     try:
         parsed = RuntimeResult.model_validate(json.loads(message))
-    except (json.JSONDecodeError, ValidationError):
+    except (ValueError, RecursionError):  # not JSON, not the result's shape, or nested past the parser's depth
         return {"result": message[:RESULT_LIMIT]}
     out: Status = {"result": parsed.result[:RESULT_LIMIT], "usage": parsed.usage.model_dump(by_alias=True)}
     if parsed.error:

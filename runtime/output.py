@@ -14,6 +14,13 @@ from typing import IO
 LOG_LIMIT_BYTES = 16 << 20
 
 
+def encodable(text: str) -> str:
+    """`text` with each lone surrogate (code can print one; UTF-8 cannot carry it) written as its `\\udXXX`
+    escape: the output is shown, not lost to a UnicodeEncodeError. The host applies it again to what it reads
+    (mcpexec/api/result.py): the task's code can write its own result."""
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
 def truncate(text: str, limit: int) -> str:
     """At most about `limit` characters, head and tail kept, with a marker saying how much was cut."""
     if len(text) <= limit:
@@ -42,7 +49,7 @@ class OutputLog:
         if self._file is None or room <= 0:
             return
         # Slice before encoding: a 100 MB string must not be copied whole to keep its first bytes.
-        data = text[:room].encode(errors="replace")[:room]
+        data = encodable(text[:room]).encode()[:room]
         with contextlib.suppress(OSError):
             self._file.write(data)
         self._written += len(data)

@@ -65,7 +65,10 @@ class ResourceList(SpecModel):
     @model_validator(mode="after")
     def _bounded(self) -> Self:
         if self.cpu is not None:
-            quantity_within(self.cpu, "0", "64", False, "cpu")
+            # 10m: the kernel's smallest CFS quota (1ms per 100ms period); below it a limit cannot be enforced as
+            # written (the kubelet raises it to 10m, runsc's cgroup write fails). A floor, not advice: under
+            # gVisor (ptrace) a hello task took ~100s at 10m, ~5s at 100m.
+            quantity_within(self.cpu, "10m", "64", True, "cpu")
         if self.memory is not None:
             quantity_within(self.memory, "16Mi", "256Gi", True, "memory")
         return self

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import io
 import json
 import logging
 import os
@@ -78,7 +79,12 @@ def choose_sandbox(unsafe: bool) -> Sandbox:
 
 
 def report(outcome: LocalOutcome, raw: bool) -> None:
-    """The result on stdout (control characters neutralised on a terminal unless --raw), the rest as JSON."""
+    """The result on stdout (control characters neutralised on a terminal unless --raw), the rest as JSON.
+
+    Characters stdout's encoding cannot carry (a non-UTF-8 locale) are escaped, as Python does on stderr: the
+    task's text is shown, not a UnicodeEncodeError."""
+    if isinstance(sys.stdout, io.TextIOWrapper):
+        sys.stdout.reconfigure(errors="backslashreplace")
     result = outcome.result.rstrip()
     print(result if raw or not sys.stdout.isatty() else neutralised(result))
     print(

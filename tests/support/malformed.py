@@ -22,6 +22,8 @@ MALFORMED_TASKS: list[tuple[str, dict[str, Any], str]] = [
     ("timeout too long", agenttask("x", timeoutSeconds=90_000), "should be less than or equal to 86400"),
     ("server name not DNS-1123", agenttask("x", mcpServers=["CRM_Server"]), "spec.mcpServers[0]"),
     ("cpu not a quantity", agenttask("x", resources={"limits": {"cpu": "lots"}}), "cpu must be a quantity"),
+    # Below the kernel's smallest CFS quota (1ms per 100ms): the kubelet would raise it, runsc fails to start.
+    ("cpu below 10m", agenttask("x", resources={"limits": {"cpu": "5m"}}), "cpu must be a quantity from 10m to 64"),
     ("memory too small", agenttask("x", resources={"limits": {"memory": "1Ki"}}), "memory must be a quantity"),
     (
         "requests above limits",

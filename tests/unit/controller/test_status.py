@@ -93,3 +93,11 @@ def test_an_evicted_pod_says_why_the_task_failed() -> None:
     assert (
         status["conditions"][0]["message"] == 'evicted: Usage of EmptyDir volume "workspace" exceeds the limit "16Mi".'
     )
+
+
+def test_a_termination_message_nested_past_the_parsers_depth_is_kept_as_text() -> None:
+    """The task's code writes its pod's termination message: 4,000 `[` are within its size, not a crash."""
+    nested = "[" * 4000
+    terminated = {"exitCode": 0, "message": nested}
+    complete = {"type": "Complete", "status": "True"}
+    assert observe(_job(complete), [_pod("Succeeded", terminated)])["result"] == nested[:4096]

@@ -64,3 +64,26 @@ def test_valid_task_parses_with_defaults() -> None:
     assert (task.spec.timeout_seconds, task.spec.max_turns, task.spec.runtime_class_name) == (600, 10, "gvisor")
     assert task.spec.skills is not None and task.spec.skills.claim_name == "skills-team-a"
     assert task.spec.pii.entities == [] and task.spec.pii.custom_patterns == []  # additions only: none by default
+
+
+CPU_BOUNDS = "cpu must be a quantity from 10m to 64"  # 10m: the kernel's smallest CFS quota
+
+
+@pytest.mark.parametrize("cpu", ["5m", "9.9m", "0.005", "0", "65"])
+@pytest.mark.parametrize("kind", ["requests", "limits"])
+def test_cpu_outside_10m_to_64_is_rejected(kind: str, cpu: str) -> None:
+    with pytest.raises(ValidationError, match=CPU_BOUNDS):
+        parse_agenttask(agenttask("x", resources={kind: {"cpu": cpu}}))
+
+
+@pytest.mark.parametrize("cpu", ["10m", "0.01", "64"])
+def test_cpu_from_10m_to_64_is_accepted(cpu: str) -> None:
+    task = parse_agenttask(agenttask("x", resources={"requests": {"cpu": cpu}, "limits": {"cpu": cpu}}))
+    assert task.spec.resources.limits.cpu == cpu
+
+
+def test_the_crd_says_the_same_about_cpu() -> None:
+    resources = _crd_spec(REPO / "crds" / "agenttasks.mcpexec.dev.yaml")["properties"]["resources"]["properties"]
+    for kind in ("requests", "limits"):
+        (rule,) = resources[kind]["properties"]["cpu"]["x-kubernetes-validations"]
+        assert rule["message"].startswith(CPU_BOUNDS) and "quantity('10m')) >= 0" in rule["rule"]
