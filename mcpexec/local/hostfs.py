@@ -59,3 +59,40 @@ def read_beneath(root: Path, relative: str, limit: int) -> bytes:
         return data
     finally:
         os.close(fd)
+
+
+# How many entries a sweep looks at; a sandbox that left more (its file-size and time limits bound how many it
+# can make) gets its tree reported, not walked forever.
+SWEEP_LIMIT = 200_000
+_SPECIAL = (stat.S_ISLNK, stat.S_ISFIFO, stat.S_ISSOCK, stat.S_ISCHR, stat.S_ISBLK)
+
+
+def sweep(root: Path, limit: int = SWEEP_LIMIT) -> int:
+    """What a sandbox left under `root`, made harmless for the host: links (to host paths, to other runs), FIFOs,
+    sockets and device nodes are removed, and setuid/setgid bits cleared, so nobody on the host who browses or runs
+    it later follows a link out or runs a file as the sandbox's uid. Never follows a link (os.fwalk with
+    follow_symlinks=False works on directory descriptors). Returns how many entries it changed; raises
+    UnsafeHostFile past `limit` entries."""
+    changed = seen = 0
+    for _path, directories, files, directory in os.fwalk(root, follow_symlinks=False):
+        for name in (*directories, *files):
+            seen += 1
+            if seen > limit:
+                raise UnsafeHostFile(f"{root} holds over {limit} entries: not swept further")
+            info = os.stat(name, dir_fd=directory, follow_symlinks=False)
+            if any(kind(info.st_mode) for kind in _SPECIAL):
+                os.unlink(name, dir_fd=directory)
+                changed += 1
+            elif info.st_mode & (stat.S_ISUID | stat.S_ISGID):
+                _clear_set_id(directory, name)
+                changed += 1
+    return changed
+
+
+def _clear_set_id(directory: int, name: str) -> None:
+    """chmod without following a link: Linux has no lchmod, so through a descriptor opened without following."""
+    fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=directory)
+    try:
+        os.fchmod(fd, stat.S_IMODE(os.fstat(fd).st_mode) & ~(stat.S_ISUID | stat.S_ISGID))
+    finally:
+        os.close(fd)

@@ -188,3 +188,47 @@ def test_other_users_of_the_machine_cannot_reach_the_gateway(tmp_path: Path) -> 
     out, err = cli.communicate(timeout=120)
     assert stranger.returncode != 0 and "PermissionError" in stranger.stderr, stranger.stderr
     assert cli.returncode == 0 and "served True" in out, err
+
+
+def test_a_lone_surrogate_in_the_output_is_shown_escaped_not_lost(
+    demo_servers: dict[str, MCPServerSpec], tmp_path: Path
+) -> None:
+    """Code can print a str UTF-8 cannot carry: the runtime, the result, output.log and the terminal escape it."""
+    code = "print('before \\ud800 after')"
+    outcome = run_code(code, demo_servers)
+    assert outcome.phase == "Succeeded", outcome.error
+    assert outcome.result == (outcome.workspace / "output.log").read_text() == "before \\ud800 after\n"
+    assert "before \\ud800 after" in _on_a_terminal(_task_file(tmp_path, code))
+
+
+LEAVE_TRAPS = """
+import os
+for root in ("/workspace", "/skills"):
+    os.makedirs(f"{root}/nested", exist_ok=True)
+    os.symlink("/etc/passwd", f"{root}/passwd")
+    os.symlink("../../..", f"{root}/nested/up")
+    os.mkfifo(f"{root}/nested/pipe")
+    with open(f"{root}/run-me", "w") as out:
+        out.write("#!/bin/sh\\nid\\n")
+    os.chmod(f"{root}/run-me", 0o4755)
+    os.chmod(f"{root}/nested", 0o2775)
+    print(root, oct(os.stat(f"{root}/run-me").st_mode))
+"""
+
+
+def test_links_special_files_and_set_id_bits_left_by_the_sandbox_are_swept(
+    demo_servers: dict[str, MCPServerSpec],
+) -> None:
+    """What the sandbox leaves in its workspace and in the owner's persistent skills stays on the host: links to
+    host paths, FIFOs and setuid files there are removed or cleared once the run ends, so nobody on the host who
+    browses or runs them later follows a link out, blocks on a FIFO, or runs a file as the sandbox's uid."""
+    outcome = run_code(LEAVE_TRAPS, demo_servers, skills={"owner": "sweep-test"})
+    assert outcome.phase == "Succeeded", outcome
+    assert "0o104755" in outcome.result  # the bit was set inside the sandbox
+    skills = outcome.workspace.parents[2] / "skills" / "sweep-test"
+    for root in (outcome.workspace, skills):
+        left = {p.relative_to(root).as_posix(): p.lstat().st_mode for p in root.rglob("*")}
+        assert "passwd" not in left and "nested/up" not in left and "nested/pipe" not in left, left
+        assert left["run-me"] & 0o7777 == 0o755 and left["nested"] & 0o7777 == 0o775, {
+            k: oct(v) for k, v in left.items()
+        }
