@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
 import time
 from collections.abc import Callable
 
@@ -21,6 +22,7 @@ from gateway.settings import Limits, LLMUpstream
 from gateway.telemetry.metrics import GatewayMetrics
 from gateway.tools.calls import ToolCaller
 from gateway.tools.catalog import Catalog, ServerKey, local_server_key
+from gateway.tools.skill_seals import SkillSeals
 from gateway.usage import UsageMeter
 from mcpexec.api.mcpserver import MCPServerSpec
 from mcpexec.api.pii import PiiEntity
@@ -41,6 +43,7 @@ class GatewayCore:
         pii_minimum: frozenset[PiiEntity] = DEFAULT_MINIMUM,
         server_key: ServerKey = local_server_key,
         rate_limits: TaskRateLimits | None = None,
+        skills_key: bytes | None = None,
     ) -> None:
         self.limits = limits or Limits()
         self.authenticator = authenticator
@@ -60,6 +63,8 @@ class GatewayCore:
             self.scans,
         )
         self.rate_limits = rate_limits or MemoryRateLimits(self.limits.requests_per_second)
+        # Without a key of its own (shared by replicas, kept across local runs) seals hold for this process only.
+        self.skill_seals = SkillSeals(self.catalog, skills_key or os.urandom(32))
         self.caller = ToolCaller(self.catalog, self.pool, self.tokenizer, self.usage, self.metrics)
         self.llm = LLMProxy(llm, self.tokenizer, self.usage, self.metrics)
         self._reaper: asyncio.Task[None] | None = None

@@ -45,6 +45,12 @@ class NotFound(GatewayError):
     status, code = 404, "not_found"
 
 
+class SkillRefused(GatewayError):
+    """A skill's seal does not admit loading it in this task (tools/skill_seals.py)."""
+
+    status, code = 403, "skill_refused"
+
+
 class InvalidArguments(GatewayError):
     status, code = 422, "invalid_arguments"
 
@@ -69,6 +75,13 @@ class ResultTooLarge(GatewayError):
     """The tool ran, but its answer is over the gateway's size limit: it is not scanned or passed on."""
 
     status, code = 502, "result_too_large"
+
+
+class UnreadableTextPayload(GatewayError):
+    """A base64 payload whose media type says text (a resource's `blob`) is not base64 of UTF-8: it cannot be checked
+    for personal data, so it is not passed on."""
+
+    status, code = 502, "unreadable_text_payload"
 
 
 class ServerUnavailable(GatewayError):

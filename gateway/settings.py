@@ -10,16 +10,22 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 from mcpexec.api.meta import GATEWAY_AUDIENCE
 from mcpexec.api.pii import BUILTIN_ENTITIES, PiiEntity
 
+DEFAULT_LLM_MAX_TOKENS = 16_384
+
 
 class LLMUpstream(BaseModel):
     """The model endpoint; only the gateway holds its key. Sandboxes always speak OpenAI chat completions:
-    with `api: anthropic` the gateway translates to the Anthropic Messages API (`{base_url}/v1/messages`)."""
+    with `api: anthropic` the gateway translates to the Anthropic Messages API (`{base_url}/v1/messages`).
+    `max_tokens` is the most completion tokens one request may ask for (the sandbox spends the operator's money;
+    more is refused); a request asking none gets the upstream's default (the Messages API's: 4096, or less under
+    `max_tokens`)."""
 
     api: Literal["openai", "anthropic"] = "openai"
     base_url: Annotated[str, Field(pattern=r"^https?://")]
     api_key: SecretStr
     default_model: str | None = None
     timeout_seconds: Annotated[float, Field(gt=0)] = 120.0
+    max_tokens: Annotated[int, Field(ge=1)] = DEFAULT_LLM_MAX_TOKENS
 
 
 MiB = 1 << 20
@@ -39,8 +45,8 @@ class Limits(BaseModel):
 
 
 class LLMSettings(BaseSettings):
-    """The model upstream from the environment (LLM_API, LLM_BASE_URL, LLM_API_KEY, LLM_MODEL): the gateway's and
-    `mcpexec run`'s."""
+    """The model upstream from the environment (LLM_API, LLM_BASE_URL, LLM_API_KEY, LLM_MODEL, LLM_MAX_TOKENS): the
+    gateway's and `mcpexec run`'s."""
 
     model_config = SettingsConfigDict(extra="ignore")
 
@@ -50,6 +56,9 @@ class LLMSettings(BaseSettings):
     llm_base_url: str | None = Field(default=None, validation_alias=AliasChoices("LLM_BASE_URL", "llm_base_url"))
     llm_api_key: SecretStr | None = Field(default=None, validation_alias=AliasChoices("LLM_API_KEY", "llm_api_key"))
     llm_model: str | None = Field(default=None, validation_alias=AliasChoices("LLM_MODEL", "llm_model"))
+    llm_max_tokens: int = Field(
+        default=DEFAULT_LLM_MAX_TOKENS, ge=1, validation_alias=AliasChoices("LLM_MAX_TOKENS", "llm_max_tokens")
+    )
 
     def llm(self) -> LLMUpstream | None:
         if not self.llm_base_url:
@@ -59,6 +68,7 @@ class LLMSettings(BaseSettings):
             base_url=self.llm_base_url,
             api_key=self.llm_api_key or SecretStr(""),
             default_model=self.llm_model,
+            max_tokens=self.llm_max_tokens,
         )
 
 
@@ -98,6 +108,11 @@ class GatewaySettings(LLMSettings):
         default=Limits().max_result_bytes,
         ge=1024,
         validation_alias=AliasChoices("MCPEXEC_GATEWAY_MAX_RESULT_BYTES", "max_result_bytes"),
+    )
+    # Signs the seals of skills (gateway/tools/skill_seals.py): every replica must hold the same one (the chart makes
+    # one, kept across upgrades). Without it the gateway does not start: seals would hold on one replica only.
+    skills_seal_key: SecretStr = Field(
+        validation_alias=AliasChoices("MCPEXEC_SKILLS_SEAL_KEY", "skills_seal_key"), min_length=32
     )
     # A stdio MCPServer is a command the gateway itself runs, next to the model keys and the PII vault:
     # only namespaces trusted like the gateway's own may define one. Default: none (fail closed).

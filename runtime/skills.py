@@ -1,10 +1,15 @@
-"""Skills: reusable functions saved under /skills with a SKILL.md, listed and loaded by later tasks."""
+"""Skills: reusable functions saved under /skills with a SKILL.md, listed and loaded by later tasks.
+
+Each skill is saved with the gateway's seal (`seal.json`): the tools its writer could call, signed with its code.
+Loading runs the code only once the gateway agrees that this task may run it (gateway/tools/skill_seals.py), and
+runs exactly the text it checked, read once.
+"""
 
 from __future__ import annotations
 
 import ast
-import importlib.util
 import inspect
+import json
 import os
 import re
 from pathlib import Path
@@ -21,7 +26,7 @@ def _root() -> Path:
 
 
 def _dir(name: str) -> Path:
-    if not _NAME.match(name):
+    if not _NAME.fullmatch(name):  # not match: its `$` also matches before a trailing newline
         raise ValueError(f"skill names are lower_snake_case identifiers, got {name!r}")
     return _root() / name
 
@@ -31,8 +36,10 @@ def save_skill(name: str, source: Any, description: str) -> Path:
     code = source if isinstance(source, str) else inspect.getsource(source)
     ast.parse(code)  # refuse to store something that would not load
     folder = _dir(name)
+    seal = client.gateway().request("POST", "/v1/skills/seal", {"name": name, "code": code})
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "skill.py").write_text(code)
+    (folder / "seal.json").write_text(json.dumps(seal))
     (folder / "SKILL.md").write_text(f"# {name}\n\n{description.strip()}\n")
     return folder
 
@@ -54,12 +61,21 @@ def load_skill(name: str) -> ModuleType:
 
     The module starts with the tool API (call_tool, search_tools...) in its globals, as the task had.
     """
-    path = _dir(name) / "skill.py"
+    folder = _dir(name)
+    path = folder / "skill.py"
     if not path.is_file():
         raise LookupError(f"no skill named {name!r}; list_skills() shows what exists")
-    spec = importlib.util.spec_from_file_location(f"skills.{name}", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
+    code = path.read_text()
+    try:
+        seal = json.loads((folder / "seal.json").read_text())
+    except (OSError, ValueError):
+        raise PermissionError(
+            f"skill {name!r} has no seal (saved by hand or before seals): save it from a task"
+        ) from None
+    # Raises ToolError (403 skill_refused) when this task may not run it; the gateway says why.
+    client.gateway().request("POST", "/v1/skills/check", {"name": name, "code": code, "seal": seal})
+    module = ModuleType(f"skills.{name}")
+    module.__file__ = str(path)
     module.__dict__.update(client.tool_api())
-    spec.loader.exec_module(module)
+    exec(compile(code, str(path), "exec"), module.__dict__)  # the text the gateway just checked
     return module

@@ -30,12 +30,15 @@ class LocalGateway:
         llm: LLMUpstream | None = None,
         limits: Limits | None = None,
         pii_ner: bool = False,
+        skills_key: bytes | None = None,
     ) -> None:
         self._servers = dict(servers)
         self._authority = LocalTaskAuthority()
         vault: Vault = RedisVault(redis_url) if redis_url else MemoryVault()
         detector = presidio_detector.ner_for(pii_ner)
-        self.core = GatewayCore(self._authority, lambda: self._servers, vault, llm, limits, ner=detector)
+        self.core = GatewayCore(
+            self._authority, lambda: self._servers, vault, llm, limits, ner=detector, skills_key=skills_key
+        )
         self.app = create_app(self.core)
         self.ops_app = create_ops_app(self.core, self.app)
         self._http: BackgroundServer | None = None

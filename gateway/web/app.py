@@ -20,6 +20,7 @@ from gateway.llm.proxy import ChatCompletionRequest, ChatCompletionResponse
 from gateway.tools import wrapper_source
 from gateway.tools.calls import CallRequest, CallResult
 from gateway.tools.catalog import Detail, ServersAnswer, ToolFull, ToolsAnswer
+from gateway.tools.skill_seals import Seal, SealedSkill, SkillCode
 from gateway.web.auth import authorize
 from gateway.web.body_limit import BodyLimit
 from gateway.web.lean_route import LeanRoute
@@ -128,6 +129,17 @@ def create_app(core: GatewayCore) -> FastAPI:
         response_model_exclude_none=True,
         route_class_override=LeanRoute,
     )
+
+    @app.post("/v1/skills/seal", responses=_ERRORS)
+    async def seal_skill(ctx: Caller, skill: SkillCode) -> Seal:
+        """The seal a skill is saved with: the tools this task may call now, signed with the code (docs/security.md)."""
+        return await core.skill_seals.seal(ctx, skill)
+
+    @app.post("/v1/skills/check", responses=_ERRORS, status_code=204)
+    async def check_skill(ctx: Caller, skill: SealedSkill) -> None:
+        """204 if this task may run the skill's code: its seal is intact and its writer could call every tool this
+        task can; 403 `skill_refused` otherwise."""
+        await core.skill_seals.check(ctx, skill)
 
     @app.post(
         "/v1/llm/chat/completions",

@@ -17,7 +17,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kubernetes.utils.quantity import parse_quantity
-from pydantic import ValidationError
 
 from gateway.local.in_process import LocalGateway
 from gateway.pii import presidio_detector
@@ -26,7 +25,7 @@ from gateway.settings import LLMUpstream
 from mcpexec.api.agenttask import AgentTask, Phase, runtime_task_config
 from mcpexec.api.mcpserver import MCPServerSpec
 from mcpexec.api.result import RuntimeResult
-from mcpexec.local.hostfs import UnsafeHostFile, read_beneath
+from mcpexec.local.hostfs import UnsafeHostFile, read_beneath, sweep
 from mcpexec.local.sandbox.base import Completed, Sandbox, SandboxRun
 from runtime import contract
 
@@ -77,7 +76,7 @@ def _memory_bytes(task: AgentTask) -> int:
 
 
 def _cpu_millicores(task: AgentTask) -> int:
-    return max(1, int(parse_quantity(task.spec.resources.limits.cpu or DEFAULT_CPU) * 1000))
+    return int(parse_quantity(task.spec.resources.limits.cpu or DEFAULT_CPU) * 1000)
 
 
 def _sandbox_stopped(completed: Completed, why: str) -> RuntimeResult:
@@ -91,17 +90,20 @@ def _sandbox_stopped(completed: Completed, why: str) -> RuntimeResult:
 
 def _read_result(workspace: Path, completed: Completed) -> RuntimeResult | None:
     """The runtime's result.json, read as untrusted (no links, a regular file, bounded, the contract's shape);
-    None when the task timed out. Success needs both the result's word and a zero exit."""
+    None when the task timed out. Success needs both the result's word and a zero exit.
+
+    json.loads, not pydantic's parser, which refuses the `\\ud800` escape of a lone surrogate the task printed
+    (the model escapes its text); bounded to RESULT_LIMIT bytes, its nesting can still exceed the recursion limit."""
     if completed.timed_out:
         return None
     relative = str(Path(contract.LOCAL_RESULT_FILE).relative_to(contract.WORKSPACE))
     try:
-        result = RuntimeResult.model_validate_json(read_beneath(workspace, relative, contract.RESULT_LIMIT))
+        result = RuntimeResult.model_validate(json.loads(read_beneath(workspace, relative, contract.RESULT_LIMIT)))
     except FileNotFoundError:
         return _sandbox_stopped(completed, "it hit its memory or process limit, or could not start")
     except UnsafeHostFile as exc:
         return _sandbox_stopped(completed, f"its result was refused: {exc}")
-    except ValidationError:
+    except (ValueError, RecursionError):  # not UTF-8, not JSON, not the contract's shape: all ValueErrors
         return _sandbox_stopped(completed, "its result.json is not a result (docs/contracts.md)")
     if result.phase == Phase.SUCCEEDED and completed.exit_code != 0:
         return _sandbox_stopped(completed, "the result says Succeeded, the exit code says otherwise")
@@ -114,6 +116,39 @@ class RunPaths:
     task_dir: Path
     skills: Path
     socket: Path
+
+
+def _sweep(paths: RunPaths) -> None:
+    """What the sandbox left in the run's workspace and the owner's skills, made harmless for the host (hostfs)."""
+    for left in (paths.workspace, paths.skills):
+        try:
+            changed = sweep(left)
+        except UnsafeHostFile as exc:
+            log.warning("not swept", extra={"path": str(left), "reason": str(exc)})
+            continue
+        if changed:
+            log.info("swept", extra={"path": str(left), "entries_changed": changed})
+
+
+def _skills_seal_key() -> bytes:
+    """This machine's key for skills' seals (gateway/tools/skill_seals.py), made on first use: skills persist
+    across runs, so their seals must too. Only this user reads it; a sandbox never sees the state root."""
+    path = state_root() / "skills-seal.key"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+    except FileExistsError:
+        try:
+            key = read_beneath(path.parent, path.name, 1024)
+        except UnsafeHostFile as exc:
+            raise TaskError(f"{path}: {exc}") from None
+        if len(key) < 32:
+            raise TaskError(f"{path} holds no usable key (under 32 bytes): remove it to make a new one") from None
+        return key
+    with os.fdopen(descriptor, "wb") as out:
+        key = os.urandom(32).hex().encode()
+        out.write(key)
+    return key
 
 
 def _prepare(task: AgentTask) -> RunPaths:
@@ -159,6 +194,7 @@ async def run_task(
         redis_url=redis_url,
         llm=llm,
         pii_ner=bool(names_and_places),
+        skills_key=await asyncio.to_thread(_skills_seal_key),
     )
     try:
         await gateway.start(str(paths.socket))
@@ -198,6 +234,7 @@ async def run_task(
         await gateway.stop()
         shutil.rmtree(paths.socket.parent, ignore_errors=True)
     result = _read_result(paths.workspace, completed)
+    await asyncio.to_thread(_sweep, paths)
     # The gateway counted the calls it served; the sandbox's own count cannot inflate or hide them.
     return LocalOutcome(
         phase=Phase.TIMED_OUT if result is None else result.phase,

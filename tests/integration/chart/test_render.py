@@ -254,7 +254,7 @@ def test_gateway_finds_its_redis() -> None:
     assert bundled["REDIS_URL"]["value"] == "redis://:$(REDIS_PASSWORD)@rel-mcpexec-redis:6379/0"
 
     docs = render(*VALUE_SETS["external redis secret"])
-    assert not {"rel-mcpexec-redis"} & set(_by_kind(docs, "Deployment")) | set(_by_kind(docs, "Secret"))
+    assert not {"rel-mcpexec-redis"} & (set(_by_kind(docs, "Deployment")) | set(_by_kind(docs, "Secret")))
     external = _env(_by_kind(docs, "Deployment")["rel-mcpexec-gateway"])
     assert external["REDIS_URL"]["valueFrom"]["secretKeyRef"] == {"name": "vault-url", "key": "url"}
     assert "REDIS_PASSWORD" not in external
@@ -285,14 +285,19 @@ def test_gateway_settings_come_from_values(monkeypatch: pytest.MonkeyPatch) -> N
         "--set", "gateway.requestsPerSecondPerTask=7", "--set", "gateway.stdioServerNamespaces={platform}",
         "--set", "gateway.piiNer=presidio", "--set", "gateway.maxResultBytes=20971520",
         "--set", "gateway.piiMinimumEntities={EMAIL,PERSON}", "--set", "gateway.opsPort=9191",
+        "--set", "llm.baseUrl=https://llm.internal/v1", "--set", "llm.apiKeySecret.name=llm-key",
+        "--set", "llm.maxTokens=2048",
     )  # fmt: skip
+    from_secrets = {"REDIS_URL": "redis://from-a-secret", "MCPEXEC_SKILLS_SEAL_KEY": "k" * 48}
     for env in _env(_by_kind(docs, "Deployment")["rel-mcpexec-gateway"]).values():
-        monkeypatch.setenv(env["name"], env.get("value", "redis://from-a-secret"))
+        monkeypatch.setenv(env["name"], env.get("value", from_secrets.get(env["name"], "")))
     settings = GatewaySettings()
     assert (settings.requests_per_second, settings.stdio_server_namespaces) == (7, ["platform"])
     assert settings.pii_ner == "presidio" and settings.pii_minimum_entities == ["EMAIL", "PERSON"]
     assert (settings.port, settings.ops_port) == (8000, 9191)
     assert settings.limits() == Limits(requests_per_second=7, max_request_bytes=16 << 20, max_result_bytes=20 << 20)
+    llm = settings.llm()
+    assert llm is not None and llm.max_tokens == 2048
 
 
 def test_operator_settings_and_pull_secrets_come_from_values(monkeypatch: pytest.MonkeyPatch) -> None:

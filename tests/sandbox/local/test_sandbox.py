@@ -3,14 +3,12 @@
 from __future__ import annotations
 
 import contextlib
-import os
 import platform
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from mcpexec.api.mcpserver import MCPServerSpec
-from runtime.contract import SANDBOX_UID
 from runtime.output import LOG_LIMIT_BYTES
 from tests.sandbox.local.conftest import orphaned_sandboxes, run_code
 
@@ -188,11 +186,12 @@ def test_limits_reach_the_sandboxs_host_cgroups(demo_servers: dict[str, MCPServe
 
 
 def test_read_only_skills_can_be_used_but_not_changed(demo_servers: dict[str, MCPServerSpec], state_home: Path) -> None:
-    (state_home / "skills" / "ro-team" / "greet").mkdir(parents=True)
-    (state_home / "skills" / "ro-team" / "greet" / "skill.py").write_text("def greet():\n    return 'hello'\n")
-    (state_home / "skills" / "ro-team" / "greet" / "SKILL.md").write_text("# greet\n\nSays hello.\n")
-    for path in [state_home / "skills" / "ro-team", *(state_home / "skills" / "ro-team").rglob("*")]:
-        os.chown(path, SANDBOX_UID, SANDBOX_UID)  # the sandbox's own files: only the read-only mount refuses
+    saved = run_code(
+        "save_skill('greet', \"def greet():\\n    return 'hello'\\n\", 'Says hello.')",
+        demo_servers,
+        skills={"owner": "ro-team"},
+    )
+    assert saved.phase == "Succeeded", saved.error
     code = """
 print(load_skill("greet").greet(), list_skills())
 try:
