@@ -143,8 +143,11 @@ class Catalog:
         return [s for s in ctx.task.spec.mcp_servers if self.spec(ctx, s) is not None]
 
     async def _allowed_tools(self, ctx: TaskContext, server: str) -> list[types.Tool]:
+        spec = self.spec(ctx, server)
+        if spec is None:
+            return []
         tools = await self.tools_of(self.server_key(ctx, server))
-        return [t for t in tools if policy.tool_allowed(ctx.task, server, t.name)]
+        return [t for t in tools if policy.tool_allowed(ctx.task, server, t.name, spec)]
 
     async def servers(self, ctx: TaskContext) -> ServersAnswer:
         summaries = []
@@ -193,13 +196,14 @@ class Catalog:
 
     async def tool(self, ctx: TaskContext, server: str, name: str) -> types.Tool:
         """The tool if this task may use it: 404 for servers it cannot see or tools that do not exist."""
-        if self.spec(ctx, server) is None:
+        spec = self.spec(ctx, server)
+        if spec is None:
             raise NotFound(f"no MCP server {server!r} for this task")
         tool = next((t for t in await self.tools_of(self.server_key(ctx, server)) if t.name == name), None)
         if tool is None:
             raise NotFound(f"no tool {server}/{name}")
-        if not policy.tool_allowed(ctx.task, server, name):
-            raise Forbidden(f"{server}/{name} is not allowed by this task's policy")
+        if not policy.tool_allowed(ctx.task, server, name, spec):
+            raise Forbidden(f"{server}/{name} is not allowed by this task's policy or its server's owner")
         return tool
 
     async def tool_details(self, ctx: TaskContext, server: str, name: str) -> ToolFull:

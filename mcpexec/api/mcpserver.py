@@ -33,6 +33,11 @@ class MCPServerSpec(SpecModel):
     call_timeout_seconds: Annotated[float, Field(gt=0, le=3600)] = Field(default=60, alias="callTimeoutSeconds")
     # The owner's word on what this server's results carry: every task that lists the server gets these tokenized.
     pii: PiiDeclaration = Field(default_factory=PiiDeclaration)
+    # Tools (glob patterns over the tool's name) no task may call, whatever its policy: e.g. a substring search over
+    # personal data, an oracle that rebuilds a tokenized value one character at a time (docs/security.md).
+    denied_tools: list[Annotated[str, Field(min_length=1, max_length=253)]] = Field(
+        default_factory=list, alias="deniedTools", max_length=64
+    )
 
     @model_validator(mode="after")
     def _transport_fields(self) -> Self:

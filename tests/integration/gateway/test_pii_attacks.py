@@ -9,13 +9,14 @@ import asyncio
 import json
 import threading
 import time
+from pathlib import Path
 from typing import Any
 
 from gateway.context import TaskContext
 from gateway.pii.protection import DEFAULT_MINIMUM, protection_for
 from gateway.pii.tokenizer import PiiTokenizer
 from gateway.pii.vault import RedisVault
-from tests.integration.gateway.conftest import GatewayThread
+from tests.integration.gateway.conftest import GatewayThread, demo_spec, serving
 from tests.support.tasks import make_task
 
 ALICE = ("alice.martin@example.com", "202-555-0143", "DE89370400440532013000", "123-45-6789")
@@ -107,3 +108,18 @@ def test_a_task_crafting_slow_scans_does_not_hold_up_another(gateway: GatewayThr
     assert answered == 12
     assert b_finished_first
     assert a_answer and a_answer[0].status_code == 200 and "4111 4111" in a_answer[0].text
+
+
+def test_the_server_owner_denies_an_oracle_tool_no_task_policy_can_allow(workdir: Path) -> None:
+    """A substring search over personal data is an oracle (it rebuilds a tokenized email a character at a time):
+    its server's owner denies it (`deniedTools`), and a task that allows it by name, or all tools, cannot call,
+    find or get a wrapper for it; the server's other tools stay usable."""
+    spec = demo_spec(workdir / "outbox-oracle.jsonl").model_copy(update={"denied_tools": ["search_*"]})
+    task = make_task("pii-oracle", ["demo"], allow=["demo/search_customers", "demo/get_customer"])
+    with serving({"demo": spec}, workdir / "gw-oracle.sock", task) as (_gw, c):
+        denied = c.post("/v1/tools/demo/search_customers/call", json={"arguments": {"query": "alice"}})
+        assert denied.status_code == 403 and "owner" in denied.json()["error"]["message"]
+        assert c.get("/v1/tools", params={"query": "search"}).json()["tools"] == []
+        assert "search_customers" not in c.get("/v1/servers/demo/wrappers").json()["module"]
+        allowed = c.post("/v1/tools/demo/get_customer/call", json={"arguments": {"customer_id": "C001"}})
+        assert allowed.status_code == 200
