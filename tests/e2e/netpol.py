@@ -119,11 +119,21 @@ def _rule(*parts: str) -> str:
 
 def render(state: State, pod_cidr: str) -> tuple[list[str], dict[str, list[str]]]:
     """The main chain's rules and every other chain's rules (per isolated pod and direction)."""
+    # Unknown sources first: a pod that started since the last poll must be dropped (it retries) before any
+    # isolated destination's chain rejects it for not being on its allow list yet.
+    sources = chain_name("S", "known sources")
     main = [
         f"-A {MAIN} -m conntrack --ctstate ESTABLISHED,RELATED -j ACCEPT",
+        f"-A {MAIN} -s {pod_cidr} -j {sources}",
         f"-A {MAIN} -j MARK --set-xmark 0x0/{BOTH}",
     ]
-    chains: dict[str, list[str]] = {}
+    chains: dict[str, list[str]] = {
+        sources: [
+            *(f"-A {sources} -s {p['status']['podIP']}/32 -j RETURN" for p in state.pods),
+            # Dropped, not rejected: the pod's resolver and TCP retry, and by then the enforcer knows the pod.
+            f"-A {sources} -j DROP",
+        ]
+    }
     for direction, field, mark, peer_key in (
         ("Egress", "egress", EGRESS_OK, "to"),
         ("Ingress", "ingress", INGRESS_OK, "from"),
@@ -171,9 +181,6 @@ def render(state: State, pod_cidr: str) -> tuple[list[str], dict[str, list[str]]
             rules.append(f"-A {name} -m mark ! --mark {mark}/{mark} -j REJECT")
             chains[name] = rules
             main.append(f"-A {MAIN} {this} {ip}/32 -j {name}")
-    main += [f"-A {MAIN} -s {p['status']['podIP']}/32 -j RETURN" for p in state.pods]
-    # Dropped, not rejected: the pod's resolver and TCP retry, and by then the enforcer knows the pod.
-    main.append(f"-A {MAIN} -s {pod_cidr} -j DROP")
     return main, chains
 
 

@@ -179,6 +179,8 @@ def kubelet_configuration(workdir: Path, socket: Path, client_ca: Path, address:
             "nodefs.inodesFree": "1%",
             "imagefs.available": "1%",
         },
+        # emptyDir usage is measured this often (default 1m): a task over its workspace size is evicted in seconds.
+        "volumeStatsAggPeriod": "5s",
         "imageGCHighThresholdPercent": 100,
         "imageGCLowThresholdPercent": 99,
         "maxPods": 50,

@@ -33,6 +33,7 @@ GROUP, API_VERSION, PLURAL = "mcpexec.dev", "v1alpha1", "agenttasks"
 
 
 RELEASE_NAMESPACE = "mcpexec-system"
+WORKSPACE_SIZE = "32Mi"  # the release's (tasks.workspaceSize): small, so a task can go over it quickly
 VAULT = f"mcpexec-redis.{RELEASE_NAMESPACE}.svc.cluster.local"  # the chart's bundled Redis Service
 
 
@@ -46,7 +47,7 @@ def release(e2e_node: Node) -> str:
     out = subprocess.run(
         [str(HELM), "install", "mcpexec", str(CHART), "-n", RELEASE_NAMESPACE, "--create-namespace", "--wait",
          "--timeout", "180s", "--set", "images.redis.repository=mcpexec/redis",
-         "--set", f"images.redis.tag={PROJECT_VERSION}"],
+         "--set", f"images.redis.tag={PROJECT_VERSION}", "--set", f"tasks.workspaceSize={WORKSPACE_SIZE}"],
         capture_output=True, text=True, env=e2e_node.cp.env(),
     )  # fmt: skip
     assert out.returncode == 0, out.stderr
@@ -297,3 +298,138 @@ def test_skills_saved_by_one_task_are_loaded_by_the_next_from_the_pvc(
     finally:
         core.delete_persistent_volume(pv)
         shutil.rmtree(volume)
+
+
+ABUSE_CODE = r"""
+import os, socket, urllib.parse
+gateway = urllib.parse.urlsplit(os.environ["MCPEXEC_GATEWAY_URL"])
+
+def status_line(sock):
+    sock.settimeout(30)
+    data = b""
+    try:
+        while b"\r\n" not in data:
+            chunk = sock.recv(4096)
+            if not chunk:
+                break
+            data += chunk
+    except OSError:
+        pass
+    sock.close()
+    return data.split(b"\r\n", 1)[0].decode(errors="replace") or "closed"
+
+flood = socket.create_connection((gateway.hostname, gateway.port))
+flood.sendall(b"GET /v1/servers HTTP/1.1\r\nHost: gateway\r\nX-Big: ")
+try:
+    for _ in range(64):  # 4 MiB of one header, offered before any token
+        flood.sendall(b"a" * 65536)
+except OSError:
+    pass
+print("flood:", status_line(flood))
+slow = socket.create_connection((gateway.hostname, gateway.port))
+slow.sendall(b"GET /v1/servers HTTP/1.1\r\n")  # and never the rest of the head
+print("slow:", status_line(slow))
+refused = 0
+for i in range(40):
+    try:
+        call_tool(f"crm/nope{i}", {})
+    except Exception as exc:
+        refused += "not_found" in str(exc)
+print("unknown tools refused:", refused)
+alice = call_tool("crm/get_customer", {"customer_id": "C001"})
+email, iban = alice["email"], alice["iban"]
+call_tool("crm/send_message", {"to": email, "subject": "glue", "body": f"{email}_{iban}9 x{email} " + "a" * 30000})
+# Digit runs crafted to be slow to scan: the gateway scans them in its worker processes (the pod's own /dev/shm).
+call_tool("crm/send_message", {"to": email, "subject": "digits", "body": "4111 " * 4000})
+sent = call_tool("crm/sent_messages", {})["result"]
+print("glue:", [m["body"][:60] for m in sent if m["subject"] == "glue"])
+print("digits:", [len(m["body"]) for m in sent if m["subject"] == "digits"])
+for arguments in ({"to": email + "_x", "subject": "s", "body": ""}, {f"{email}_": 1, "to": email}):
+    try:
+        call_tool("crm/send_message", arguments)
+    except Exception as exc:
+        print("error:", exc)
+"""
+
+SCRAPE = """
+import sys, urllib.request
+for ip in sys.argv[1:]:
+    metrics = urllib.request.urlopen(f"http://{ip}:9090/metrics", timeout=10).read().decode()
+    series = [line for line in metrics.splitlines() if line.startswith("mcpexec_gateway_tool_calls_total{")]
+    print("replica:", len(series), "series,", "nope" in metrics and "named" or "unnamed")
+"""
+
+FILL_WORKSPACE = """
+import time
+with open("/workspace/fill", "wb") as out:
+    for _ in range(64):
+        out.write(b"x" * (1 << 20))
+print("wrote 64 MiB")
+time.sleep(300)
+"""
+
+
+def _apply(e2e_node: Node, namespace: str, name: str, spec: dict[str, Any]) -> None:
+    task = {"apiVersion": f"{GROUP}/{API_VERSION}", "kind": "AgentTask", "metadata": {"name": name}, "spec": spec}
+    kubectl = [str(kubectl_binary()), "--kubeconfig", str(e2e_node.cp.kubeconfig), "apply", "-n", namespace]
+    subprocess.run([*kubectl, "-f", "-"], input=json.dumps(task), text=True, check=True)
+
+
+def test_a_hostile_task_against_the_shared_gateway(
+    e2e_node: Node, release: str, core: client.CoreV1Api, namespace: str
+) -> None:
+    """Issue 17's cluster abuse tier, from inside a task pod against the shared gateway: a 4 MiB header (431, or the
+    connection closed), a head that never ends (408), 40 unknown tools (no metric series named after them, on
+    either replica, read from the ops port by a scraper in the release's namespace), tokens glued to words and a
+    crafted `(a+)+b` custom pattern over 30 KB of `a` (RE2), de-tokenized values coming back from the tool and in
+    schema errors: nothing raw reaches the task. Then a backreference pattern is refused by the operator, and a task
+    writing past its workspace size is evicted and fails saying so."""
+    custom = client.CustomObjectsApi()
+    crm_ip = _crm_server(core, custom, namespace)
+    _apply(e2e_node, namespace, "hostile", {
+        "timeoutSeconds": 120, "mcpServers": ["crm"], "code": ABUSE_CODE,
+        "pii": {"customPatterns": [{"name": "RUN", "regex": "(a+)+b"}]},
+    })  # fmt: skip
+    status = wait_task(custom, "hostile", namespace)["status"]
+    assert status["phase"] == "Succeeded", status
+    result = status["result"]
+    assert "flood: HTTP/1.1 431 " in result or "flood: closed" in result, result
+    assert "slow: HTTP/1.1 408 " in result, result
+    assert "unknown tools refused: 40" in result, result
+    assert "glue: ['[EMAIL_1]_[IBAN_1]9 x[EMAIL_1] aaaa" in result, result
+    assert "digits: [20000]" in result, result
+    assert result.count("error: invalid_arguments (422)") == 2, result
+    assert "alice.martin" not in result.lower() and "DE89370400440532013000" not in result, result
+    outbox = asyncio.run(_sent_messages(f"http://{crm_ip}:8080/mcp"))
+    assert [m["subject"] for m in outbox] == ["glue", "digits"], outbox
+    assert outbox[0]["body"].startswith("alice.martin@example.com_DE89370400440532013000"), outbox
+
+    gateways = core.list_namespaced_pod(release, label_selector="app.kubernetes.io/name=mcpexec-gateway").items
+    scraper = pod("scraper", "")
+    scraper["spec"]["containers"][0].update(
+        image=f"docker.io/mcpexec/runtime:{PROJECT_VERSION}",
+        command=["python3", "-c", SCRAPE, *(str(g.status.pod_ip) for g in gateways)],
+        args=None,
+    )
+    try:
+        scraped = run_to_completion(core, release, scraper)
+    finally:
+        core.delete_namespaced_pod("scraper", release, grace_period_seconds=0)
+    replicas = [line for line in scraped.splitlines() if line.startswith("replica:")]
+    assert len(replicas) == 2 and all(line.endswith("unnamed") for line in replicas), scraped
+    # One series per (known tool, outcome) this module's tasks met and one (unknown): not one per name sent.
+    assert all(int(line.split()[1]) <= 10 for line in replicas), scraped
+
+    _apply(e2e_node, namespace, "backtracking", {
+        "timeoutSeconds": 60, "mcpServers": ["crm"], "code": "print(1)",
+        "pii": {"customPatterns": [{"name": "RUN", "regex": r"(a+)+\1b"}]},
+    })  # fmt: skip
+    refused = wait_task(custom, "backtracking", namespace)["status"]
+    accepted = next(c for c in refused["conditions"] if c["type"] == "Accepted")
+    assert refused["phase"] == "Failed" and accepted["reason"] == "InvalidSpec" and "RE2" in accepted["message"]
+
+    _apply(e2e_node, namespace, "hoarder", {"timeoutSeconds": 240, "code": FILL_WORKSPACE})
+    evicted = wait_task(custom, "hoarder", namespace, timeout=200)["status"]
+    assert evicted["phase"] == "Failed", evicted
+    finished = next(c for c in evicted["conditions"] if c["type"] == "Finished")
+    assert finished["message"].startswith("evicted: ") and "workspace" in finished["message"], evicted
