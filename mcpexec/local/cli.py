@@ -17,7 +17,14 @@ from gateway.settings import LLMSettings, LLMUpstream
 from gateway.telemetry.logs import configure as configure_logs
 from mcpexec.api.agenttask import AgentTask, parse_agenttask
 from mcpexec.api.mcpserver import MCPServerSpec
-from mcpexec.local.run import LocalOutcome, TaskError, run_task
+from mcpexec.local.run import (
+    DEFAULT_WORKSPACE_SIZE,
+    WORKSPACE_SIZE_RANGE,
+    LocalOutcome,
+    TaskError,
+    parse_workspace_size,
+    run_task,
+)
 from mcpexec.local.sandbox.base import Sandbox, SandboxError
 from mcpexec.local.sandbox.process import UnsafeProcessSandbox
 from mcpexec.local.sandbox.runsc import RunscSandbox
@@ -109,14 +116,23 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument("--servers", type=Path, help="MCP servers file (default: the embedded demo server)")
     run.add_argument("--unsafe-no-sandbox", action="store_true", help="run without gVisor (NOT isolated)")
     run.add_argument("--raw", action="store_true", help="print the result's control characters as they are")
+    run.add_argument(
+        "--workspace-size",
+        default=DEFAULT_WORKSPACE_SIZE,
+        help=f"bound of /workspace, bytes and files, as a quantity from {' to '.join(WORKSPACE_SIZE_RANGE)} "
+        f"(default {DEFAULT_WORKSPACE_SIZE}: one file or directory per 16 KiB); past it a write fails with ENOSPC",
+    )
     args = parser.parse_args(argv)
     level = os.environ.get("MCPEXEC_LOG_LEVEL", "WARNING").upper()
     configure_logs(logging.getLevelNamesMapping().get(level, logging.WARNING))
     try:
         task = load_task(args.task)
         servers = load_servers(args.servers)
+        workspace_bytes = parse_workspace_size(args.workspace_size)
         sandbox = choose_sandbox(args.unsafe_no_sandbox)
-        outcome = asyncio.run(run_task(task, servers, sandbox, os.environ.get("REDIS_URL"), llm_from_env()))
+        outcome = asyncio.run(
+            run_task(task, servers, sandbox, os.environ.get("REDIS_URL"), llm_from_env(), workspace_bytes)
+        )
     except (UsageError, TaskError, SandboxError) as exc:
         print(f"mcpexec: {exc}", file=sys.stderr)
         return 2

@@ -1,4 +1,5 @@
-"""Host-side reads of files the sandbox could write: no link is followed, nothing but a regular file is read.
+"""Host-side reads and copies of files the sandbox could write: no link is followed, nothing but a regular file is
+read.
 
 The CLI runs as root and the sandbox's code is hostile: a `result.json` it replaced with a symlink to
 `/etc/shadow`, to another run's workspace, or with a FIFO or `/dev/zero`, must be refused, not read. Python
@@ -11,6 +12,7 @@ from __future__ import annotations
 
 import os
 import stat
+from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 
@@ -64,6 +66,7 @@ def read_beneath(root: Path, relative: str, limit: int) -> bytes:
 # How many entries a sweep looks at; a sandbox that left more (its file-size and time limits bound how many it
 # can make) gets its tree reported, not walked forever.
 SWEEP_LIMIT = 200_000
+SWEEP_DEPTH = 128
 _SPECIAL = (stat.S_ISLNK, stat.S_ISFIFO, stat.S_ISSOCK, stat.S_ISCHR, stat.S_ISBLK)
 
 
@@ -72,9 +75,13 @@ def sweep(root: Path, limit: int = SWEEP_LIMIT) -> int:
     sockets and device nodes are removed, and setuid/setgid bits cleared, so nobody on the host who browses or runs
     it later follows a link out or runs a file as the sandbox's uid. Never follows a link (os.fwalk with
     follow_symlinks=False works on directory descriptors). Returns how many entries it changed; raises
-    UnsafeHostFile past `limit` entries."""
+    UnsafeHostFile past `limit` entries or SWEEP_DEPTH levels (os.fwalk recurses: deeper would crash it)."""
     changed = seen = 0
-    for _path, directories, files, directory in os.fwalk(root, follow_symlinks=False):
+    too_deep = False
+    for path, directories, files, directory in os.fwalk(root, follow_symlinks=False):
+        if len(Path(path).relative_to(root).parts) >= SWEEP_DEPTH and directories:
+            too_deep = True
+            directories.clear()  # top-down: fwalk does not descend into what is removed from the list
         for name in (*directories, *files):
             seen += 1
             if seen > limit:
@@ -86,6 +93,8 @@ def sweep(root: Path, limit: int = SWEEP_LIMIT) -> int:
             elif info.st_mode & (stat.S_ISUID | stat.S_ISGID):
                 _clear_set_id(directory, name)
                 changed += 1
+    if too_deep:
+        raise UnsafeHostFile(f"{root} is nested over {SWEEP_DEPTH} levels deep: not swept below that")
     return changed
 
 
@@ -96,3 +105,116 @@ def _clear_set_id(directory: int, name: str) -> None:
         os.fchmod(fd, stat.S_IMODE(os.fstat(fd).st_mode) & ~(stat.S_ISUID | stat.S_ISGID))
     finally:
         os.close(fd)
+
+
+# Directory levels a copy descends (it holds two descriptors per level); a deeper tree is cut there.
+COPY_DEPTH = 128
+_DIRECTORY = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+
+
+@dataclass(frozen=True)
+class Copied:
+    files: int
+    directories: int
+    bytes: int
+    left: int  # entries not copied: links, FIFOs, sockets, devices, or past the byte or depth bound
+
+
+@dataclass
+class _Level:
+    """One directory being copied: its descriptors on both sides and the names still to copy."""
+
+    source: int
+    target: int
+    info: os.stat_result
+    names: list[str]
+    depth: int
+
+
+def copy_plain(source: Path, destination: Path, max_bytes: int, max_depth: int = COPY_DEPTH) -> Copied:
+    """`source`'s tree copied to `destination` (which must not exist) as regular files and directories only, so
+    nothing a sandbox left there reaches the host as more than data: links, FIFOs, sockets and device nodes are
+    left behind, permission bits are masked to 0o777 (no setuid, setgid or sticky bit), the copier owns it all.
+    Never follows a link: every entry is opened with O_NOFOLLOW relative to its directory's descriptor, and its type
+    checked on that descriptor. Bounded: at most `max_bytes` of file content (a sparse file counts at its length,
+    which is what the copy writes) and `max_depth` levels; iterative, so a deep tree cannot exhaust the stack."""
+    stack: list[_Level] = []
+    files = directories = copied = left = 0
+    try:
+        _push(stack, source, None, destination, None, 0)
+        while stack:
+            level = stack[-1]
+            if not level.names:
+                _settle(level.target, level.info)  # after its entries: a read-only mode must not stop the copy
+                stack.pop()
+                _close(level)
+                continue
+            name = level.names.pop()
+            info = os.stat(name, dir_fd=level.source, follow_symlinks=False)
+            if stat.S_ISDIR(info.st_mode) and level.depth < max_depth:
+                _push(stack, name, level.source, name, level.target, level.depth + 1)
+                directories += 1
+            elif (
+                stat.S_ISREG(info.st_mode)
+                and copied + info.st_size <= max_bytes
+                and (done := _copy_file(level.source, level.target, name, info.st_size)) is not None
+            ):
+                files, copied = files + 1, copied + done
+            else:
+                left += 1
+    finally:
+        for level in stack:
+            _close(level)
+    return Copied(files=files, directories=directories, bytes=copied, left=left)
+
+
+def _push(
+    stack: list[_Level],
+    source: Path | str,
+    source_dir: int | None,
+    target: Path | str,
+    target_dir: int | None,
+    depth: int,
+) -> None:
+    """Opens directory `source` (not through a link) and makes its copy `target`: the stack's new top."""
+    inner = os.open(source, _DIRECTORY, dir_fd=source_dir)
+    try:
+        info, names = os.fstat(inner), os.listdir(inner)
+        os.mkdir(target, 0o700, dir_fd=target_dir)
+        outer = os.open(target, _DIRECTORY, dir_fd=target_dir)
+    except OSError:
+        os.close(inner)
+        raise
+    stack.append(_Level(inner, outer, info, names, depth))
+
+
+def _close(level: _Level) -> None:
+    os.close(level.source)
+    os.close(level.target)
+
+
+def _copy_file(source: int, target: int, name: str, size: int) -> int | None:
+    """Copies at most `size` bytes of `name` if it is a regular file when opened (O_NONBLOCK: a FIFO put in its place
+    does not block the open; the type check refuses it); the bytes copied, or None."""
+    fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=source)
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            return None
+        out = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600, dir_fd=target)
+        try:
+            offset = 0
+            while offset < size and (sent := os.sendfile(out, fd, offset, size - offset)):
+                offset += sent
+            _settle(out, info)
+        finally:
+            os.close(out)
+        return offset
+    finally:
+        os.close(fd)
+
+
+def _settle(fd: int, info: os.stat_result) -> None:
+    """The copy's permission bits (masked to 0o777) and times, from the original's."""
+    os.fchmod(fd, stat.S_IMODE(info.st_mode) & 0o777)
+    os.utime(fd, ns=(info.st_atime_ns, info.st_mtime_ns))

@@ -26,6 +26,7 @@ from mcpexec.api.agenttask import AgentTask, Phase, runtime_task_config
 from mcpexec.api.mcpserver import MCPServerSpec
 from mcpexec.api.result import RuntimeResult
 from mcpexec.local.hostfs import UnsafeHostFile, read_beneath, sweep
+from mcpexec.local.run_pruning import prune_runs
 from mcpexec.local.sandbox.base import Completed, Sandbox, SandboxRun
 from runtime import contract
 
@@ -34,6 +35,13 @@ log = logging.getLogger("mcpexec.local_run")  # the logger name users filter on,
 # When a task sets no limit (the AgentTask's default limits are 1 CPU and 512Mi).
 DEFAULT_MEMORY = "512Mi"
 DEFAULT_CPU = "1"
+# /workspace's bound (the cluster's tasks.workspaceSize default), and what `--workspace-size` may ask: at least room
+# for output.log's 16 MiB, at most what a laptop's disk can be expected to give one run.
+DEFAULT_WORKSPACE_SIZE = "1Gi"
+WORKSPACE_SIZE_RANGE = ("16Mi", "64Gi")
+# Run folders kept under runs/ (MCPEXEC_KEEP_RUNS): a working session's worth to look back at, while the worst case
+# a hostile task can pin on the disk stays this many workspace bounds (20 GiB at the default).
+DEFAULT_KEPT_RUNS = 20
 
 
 class TaskError(Exception):
@@ -52,6 +60,30 @@ class LocalOutcome:
 
 def state_root() -> Path:
     return Path(os.environ.get("MCPEXEC_HOME", Path.home() / ".local" / "share" / "mcpexec"))
+
+
+def parse_workspace_size(size: str) -> int:
+    """A workspace size given as a Kubernetes quantity (`1Gi`, `512Mi`), within WORKSPACE_SIZE_RANGE."""
+    low, high = (int(parse_quantity(bound)) for bound in WORKSPACE_SIZE_RANGE)
+    try:
+        value = int(parse_quantity(size))
+    except ValueError:
+        value = -1
+    if not low <= value <= high:
+        low_text, high_text = WORKSPACE_SIZE_RANGE
+        raise TaskError(f"the workspace size must be a quantity from {low_text} to {high_text}, not {size!r}")
+    return value
+
+
+DEFAULT_WORKSPACE_BYTES = parse_workspace_size(DEFAULT_WORKSPACE_SIZE)
+
+
+def kept_runs() -> int:
+    """How many run folders `mcpexec run` keeps (MCPEXEC_KEEP_RUNS, at least 1: the run's own)."""
+    text = os.environ.get("MCPEXEC_KEEP_RUNS", str(DEFAULT_KEPT_RUNS))
+    if not text.strip().isdigit() or int(text) < 1:
+        raise TaskError(f"MCPEXEC_KEEP_RUNS must be a whole number of runs, 1 or more, not {text!r}")
+    return int(text)
 
 
 def _only_for_sandbox(path: Path, mode: int) -> None:
@@ -98,11 +130,15 @@ def _read_result(workspace: Path, completed: Completed) -> RuntimeResult | None:
         return None
     relative = str(Path(contract.LOCAL_RESULT_FILE).relative_to(contract.WORKSPACE))
     try:
-        result = RuntimeResult.model_validate(json.loads(read_beneath(workspace, relative, contract.RESULT_LIMIT)))
+        written = read_beneath(workspace, relative, contract.RESULT_LIMIT)
     except FileNotFoundError:
-        return _sandbox_stopped(completed, "it hit its memory or process limit, or could not start")
+        written = b""
     except UnsafeHostFile as exc:
         return _sandbox_stopped(completed, f"its result was refused: {exc}")
+    if not written:  # missing, or still the empty one a bounded workspace starts with (its room reserved)
+        return _sandbox_stopped(completed, "it hit its memory or process limit, or could not start")
+    try:
+        result = RuntimeResult.model_validate(json.loads(written))
     except (ValueError, RecursionError):  # not UTF-8, not JSON, not the contract's shape: all ValueErrors
         return _sandbox_stopped(completed, "its result.json is not a result (docs/contracts.md)")
     if result.phase == Phase.SUCCEEDED and completed.exit_code != 0:
@@ -118,16 +154,16 @@ class RunPaths:
     socket: Path
 
 
-def _sweep(paths: RunPaths) -> None:
-    """What the sandbox left in the run's workspace and the owner's skills, made harmless for the host (hostfs)."""
-    for left in (paths.workspace, paths.skills):
-        try:
-            changed = sweep(left)
-        except UnsafeHostFile as exc:
-            log.warning("not swept", extra={"path": str(left), "reason": str(exc)})
-            continue
-        if changed:
-            log.info("swept", extra={"path": str(left), "entries_changed": changed})
+def _sweep_skills(skills: Path) -> None:
+    """What the sandbox left in the owner's skills, made harmless for the host in place (hostfs). The workspace
+    needs no sweep: the sandbox's own copy of it is a bounded image, copied out as plain files (Sandbox.workspace)."""
+    try:
+        changed = sweep(skills)
+    except UnsafeHostFile as exc:
+        log.warning("not swept", extra={"path": str(skills), "reason": str(exc)})
+        return
+    if changed:
+        log.info("swept", extra={"path": str(skills), "entries_changed": changed})
 
 
 def _skills_seal_key() -> bytes:
@@ -151,12 +187,14 @@ def _skills_seal_key() -> bytes:
     return key
 
 
-def _prepare(task: AgentTask) -> RunPaths:
-    """The run's directories: kept under the state root (workspace and output.log stay for inspection)."""
+def _prepare(task: AgentTask, keep_runs: int) -> RunPaths:
+    """The run's directories: kept under the state root (workspace and output.log stay for inspection), with the
+    `keep_runs` - 1 most recent other runs."""
     root = state_root()
     run_dir = root / "runs" / f"{task.metadata.name}-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}"
     task_dir = run_dir / "task"
     task_dir.mkdir(parents=True)
+    prune_runs(run_dir.parent, keep_runs)
     (task_dir / Path(contract.TASK_FILE).name).write_text(
         json.dumps(runtime_task_config(task.metadata.namespace, task.metadata.name, task.metadata.uid or "", task.spec))
     )
@@ -164,14 +202,21 @@ def _prepare(task: AgentTask) -> RunPaths:
     # Unix socket paths are limited to ~100 bytes: the socket lives in a short temporary directory.
     socket_dir = Path(tempfile.mkdtemp(prefix="mcpexec-gw-"))
     _only_for_sandbox(socket_dir, 0o700)
-    workspace = _writable_by_sandbox(run_dir / "workspace")
-    _writable_by_sandbox(workspace / Path(contract.LOCAL_TMP).relative_to(contract.WORKSPACE))
     return RunPaths(
-        workspace=workspace,
+        workspace=_writable_by_sandbox(run_dir / "workspace"),
         task_dir=task_dir,
         skills=_writable_by_sandbox(root / "skills" / skills.owner if skills else run_dir / "skills"),
         socket=socket_dir / contract.SOCKET_NAME,
     )
+
+
+def _sandboxed(sandbox: Sandbox, run: SandboxRun, size_bytes: int) -> tuple[Completed, RuntimeResult | None]:
+    """The sandbox in its workspace. Its result is read while the workspace is still the sandbox's own: the plain
+    copy the user gets has no links, so a result planted as a link would read as missing instead of refused."""
+    with sandbox.workspace(run.workspace, size_bytes):
+        _writable_by_sandbox(run.workspace / Path(contract.LOCAL_TMP).relative_to(contract.WORKSPACE))
+        completed = sandbox.run(run)
+        return completed, _read_result(run.workspace, completed)
 
 
 async def run_task(
@@ -180,6 +225,7 @@ async def run_task(
     sandbox: Sandbox,
     redis_url: str | None = None,
     llm: LLMUpstream | None = None,
+    workspace_bytes: int = DEFAULT_WORKSPACE_BYTES,
 ) -> LocalOutcome:
     unknown = [name for name in task.spec.mcp_servers if name not in servers]
     if unknown:
@@ -188,7 +234,7 @@ async def run_task(
     names_and_places = sorted(presidio_detector.NER_ENTITIES & combine(DEFAULT_MINIMUM, declarations).entities)
     if names_and_places and (missing := presidio_detector.available()) is not None:
         raise TaskError(f"the task's data must be checked for {', '.join(names_and_places)}: {missing}")
-    paths = await asyncio.to_thread(_prepare, task)
+    paths = await asyncio.to_thread(_prepare, task, kept_runs())
     gateway = LocalGateway(
         {name: servers[name] for name in task.spec.mcp_servers},
         redis_url=redis_url,
@@ -218,7 +264,7 @@ async def run_task(
         )
         log.info("sandbox starting", extra={"task": task.task_id, "sandbox": sandbox.name, "run": str(paths.workspace)})
         started = time.monotonic()
-        completed = await asyncio.to_thread(sandbox.run, run)
+        completed, result = await asyncio.to_thread(_sandboxed, sandbox, run, workspace_bytes)
         log.info(
             "sandbox finished",
             extra={
@@ -233,8 +279,7 @@ async def run_task(
     finally:
         await gateway.stop()
         shutil.rmtree(paths.socket.parent, ignore_errors=True)
-    result = _read_result(paths.workspace, completed)
-    await asyncio.to_thread(_sweep, paths)
+    await asyncio.to_thread(_sweep_skills, paths.skills)
     # The gateway counted the calls it served; the sandbox's own count cannot inflate or hide them.
     return LocalOutcome(
         phase=Phase.TIMED_OUT if result is None else result.phase,

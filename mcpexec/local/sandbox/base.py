@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
@@ -46,5 +47,10 @@ class Completed:
 
 class Sandbox(Protocol):
     name: str
+
+    def workspace(self, directory: Path, size_bytes: int) -> AbstractContextManager[None]:
+        """`directory` as the run's /workspace for the span of the block, bounded to `size_bytes` where this sandbox
+        can bound it; afterwards `directory` holds what the sandbox left, for the user to browse."""
+        ...
 
     def run(self, run: SandboxRun) -> Completed: ...

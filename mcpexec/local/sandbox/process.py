@@ -2,16 +2,28 @@
 
 from __future__ import annotations
 
+import contextlib
+import logging
 import os
 import sys
+from contextlib import AbstractContextManager
+from pathlib import Path
 
 from mcpexec.local.sandbox.base import RUNTIME_PACKAGE, Completed, SandboxRun
 from mcpexec.local.sandbox.capture import run_bounded
 from runtime.contract import SKILLS, SOCKET_DIR, TASK_DIR, WORKSPACE
 
+log = logging.getLogger(__name__)
+
 
 class UnsafeProcessSandbox:
     name = "none (unsafe)"
+
+    def workspace(self, directory: Path, size_bytes: int) -> AbstractContextManager[None]:
+        """The plain directory, unbounded: the bounded image needs root to mount, and this code is not confined
+        anyway (it can write anywhere this user can)."""
+        log.warning("workspace not bounded without a sandbox", extra={"path": str(directory), "bound": size_bytes})
+        return contextlib.nullcontext()
 
     def run(self, run: SandboxRun) -> Completed:
         host_paths = {

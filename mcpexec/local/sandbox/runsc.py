@@ -11,7 +11,8 @@ EFBIG); processes by RLIMIT_NPROC set from inside the sandbox (a clean EAGAIN), 
 behind it (each guest process costs the ptrace platform several host tasks). CPU time is bounded by the
 wall-clock deadline (the runtime's own timer, then the kill of the sandbox): gVisor reports RLIMIT_CPU but
 does not enforce it. RLIMIT_NPROC is not in the OCI rlimits because runsc would apply it to its own host
-threads too, and crash.
+threads too, and crash. /workspace is bounded in bytes and inodes by the ext4 image it is (workspace_image.py): a
+clean ENOSPC inside.
 """
 
 from __future__ import annotations
@@ -21,14 +22,16 @@ import shutil
 import subprocess
 import tempfile
 import uuid
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
 
 from mcpexec.local.sandbox.base import RUNTIME_PACKAGE, RUNTIME_PARENT, Completed, SandboxError, SandboxRun
 from mcpexec.local.sandbox.capture import run_bounded
-from mcpexec.local.sandbox.watchdog import Watch
+from mcpexec.local.sandbox.watchdog import Container, Watch
 from mcpexec.local.sandbox.watchdog import finished as watchdog_finished
 from mcpexec.local.sandbox.watchdog import start as watchdog_start
+from mcpexec.local.sandbox.workspace_image import bounded_workspace
 from runtime.contract import SANDBOX_UID, SKILLS, SOCKET_DIR, TASK_DIR, WORKSPACE
 
 SANDBOX_PYTHON = "/usr/bin/python3"
@@ -43,6 +46,9 @@ LAUNCH_RUNTIME = (
     "import resource, runpy; resource.setrlimit(resource.RLIMIT_NPROC, ({limit}, {limit})); "
     "runpy.run_module('runtime', run_name='__main__', alter_sys=True)"
 )
+
+
+_EMPTY_READ_ONLY = {"type": "tmpfs", "source": "tmpfs", "options": ["ro", "nosuid", "nodev", "noexec", "size=4k"]}
 
 
 def _bind(source: Path | str, destination: str, read_only: bool) -> dict[str, Any]:
@@ -60,8 +66,11 @@ def oci_config(run: SandboxRun) -> dict[str, Any]:
         {"destination": "/proc", "type": "proc", "source": "proc"},
         {"destination": "/dev", "type": "tmpfs", "source": "tmpfs", "options": ["nosuid", "noexec", "size=1m"]},
         # gVisor gives /tmp a writable tmpfs unless told otherwise: TMPDIR lives in the workspace instead.
-        {"destination": "/tmp", "type": "tmpfs", "source": "tmpfs", "options": ["ro", "nosuid", "nodev", "noexec"]},
+        _EMPTY_READ_ONLY | {"destination": "/tmp"},
         *(_bind(path, path, True) for path in HOST_READ_ONLY if Path(path).exists()),
+        # Debian's python3 and the runtime need nothing of /usr/local, which holds this host's own installs and
+        # configuration (/usr/local/etc): an empty read-only tmpfs over it.
+        *([_EMPTY_READ_ONLY | {"destination": "/usr/local"}] if Path("/usr/local").is_dir() else []),
         _bind(RUNTIME_PACKAGE, f"{RUNTIME_PARENT}/runtime", True),
         _bind(run.task_dir, TASK_DIR, True),
         _bind(run.socket_dir, SOCKET_DIR, True),
@@ -111,6 +120,10 @@ class RunscSandbox:
             )
         self.runsc = found
 
+    def workspace(self, directory: Path, size_bytes: int) -> AbstractContextManager[None]:
+        """An ext4 image of `size_bytes`, loop-mounted on `directory` (workspace_image.py)."""
+        return bounded_workspace(directory, size_bytes)
+
     def run(self, run: SandboxRun) -> Completed:
         with tempfile.TemporaryDirectory(prefix="mcpexec-runsc-") as tmp:
             bundle, state = Path(tmp) / "bundle", Path(tmp) / "state"
@@ -120,8 +133,12 @@ class RunscSandbox:
             base = [self.runsc, "--root", str(state), "--network=none", "--fsgofer-host-uds"]
             # The sandbox dies at its deadline even if this process is killed (see watchdog.py).
             deadline = run.timeout_seconds + KILL_GRACE_SECONDS
-            watch = Watch(self.runsc, state, container, deadline + KILL_GRACE_SECONDS, (Path(tmp), run.socket_dir))
-            watchdog = watchdog_start(watch)
+            watchdog = watchdog_start(
+                Watch(
+                    container=Container(self.runsc, state, container, deadline + KILL_GRACE_SECONDS),
+                    remove=(Path(tmp), run.socket_dir),
+                )
+            )
             try:
                 return run_bounded([*base, "run", "--bundle", str(bundle), container], deadline)
             finally:

@@ -1,5 +1,6 @@
 """The sandbox dies at its deadline whatever happens to `mcpexec run` (issue 17): killed or terminated, the CLI
-leaves no running sandbox and no bundle (whose environment holds the task's token) behind."""
+leaves no running sandbox, no bundle (whose environment holds the task's token) and no mounted workspace image
+behind."""
 
 from __future__ import annotations
 
@@ -13,6 +14,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from mcpexec.local.mounts import mounted_under
+from tests.sandbox.local.conftest import loop_devices_of, until
 from tests.support.components import REPO
 from tests.support.malformed import agenttask
 
@@ -44,15 +47,6 @@ def _runsc_dir_of(pid: int) -> Path:
     raise AssertionError(f"no runsc started by {pid}")
 
 
-def _until(condition: object, seconds: float) -> bool:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if condition():  # type: ignore[operator]
-            return True
-        time.sleep(0.2)
-    return False
-
-
 @pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGTERM], ids=["SIGKILL", "SIGTERM"])
 def test_the_sandbox_does_not_outlive_a_killed_cli(tmp_path: Path, state_home: Path, sig: signal.Signals) -> None:
     task = tmp_path / "task.yaml"
@@ -65,14 +59,18 @@ def test_the_sandbox_does_not_outlive_a_killed_cli(tmp_path: Path, state_home: P
         stderr=subprocess.DEVNULL,
     )
     beats = state_home / "runs"
-    assert _until(lambda: any(beats.glob("forever-*/workspace/beat")), 120), "the sandbox never started"
+    assert until(lambda: any(beats.glob("forever-*/workspace/beat")), 120), "the sandbox never started"
     private = _runsc_dir_of(cli.pid)
+    assert mounted_under(state_home), "the workspace is an image mounted for the run"
     cli.send_signal(sig)
     cli.wait(timeout=30)
-    # The watchdog acts as soon as the CLI is gone, well before the task's 600 s deadline.
-    assert _until(lambda: not _processes_mentioning(str(private)), 60), "the sandbox outlived the CLI"
-    assert _until(lambda: not private.exists(), 30), "the bundle (and its token) stayed"
-    beat = next(beats.glob("forever-*/workspace/beat"))
-    size = beat.stat().st_size
+    # The watchdogs act as soon as the CLI is gone, well before the task's 600 s deadline.
+    assert until(lambda: not _processes_mentioning(str(private)), 60), "the sandbox outlived the CLI"
+    assert until(lambda: not private.exists(), 30), "the bundle (and its token) stayed"
+    # The workspace image is unmounted, its loop device detached and the image deleted (the run's files with it).
+    assert until(lambda: not mounted_under(state_home), 30), "the workspace image stayed mounted"
+    assert until(lambda: not loop_devices_of(state_home), 30), "the image stayed attached to a loop device"
+    (run,) = beats.iterdir()
+    assert sorted(p.name for p in run.iterdir()) == ["skills", "task", "workspace"], "the image was not deleted"
     time.sleep(1)
-    assert beat.stat().st_size == size, "something still writes in the workspace"
+    assert not any((run / "workspace").iterdir()), "something still writes in the workspace"

@@ -69,9 +69,9 @@ def test_host_files_are_invisible(demo_servers: dict[str, MCPServerSpec], tmp_pa
     try:
         code = f"""
 import os
-for path in ["{secret}", "/etc/shadow", "/root", "/home", "/work", "/var/lib"]:
+for path in ["{secret}", "/etc/shadow", "/root", "/home", "/work", "/var/lib", "/usr/local/etc", "/usr/local/bin"]:
     print(path, os.path.exists(path))
-print(sorted(os.listdir("/")))
+print(sorted(os.listdir("/")), os.listdir("/usr/local"))
 """
         outcome = run_code(code, demo_servers)
     finally:
@@ -79,6 +79,7 @@ print(sorted(os.listdir("/")))
     assert outcome.phase == "Succeeded", outcome.error
     assert " True" not in outcome.result
     assert "host secret" not in outcome.result
+    assert outcome.result.rstrip().endswith("[]"), outcome.result  # the host's /usr/local (etc, bin, lib) is hidden
 
 
 def test_memory_hog_is_stopped(demo_servers: dict[str, MCPServerSpec]) -> None:
