@@ -12,7 +12,7 @@ from typing import Any
 
 from controller.naming import child_name, task_labels
 from controller.settings import OperatorSettings
-from mcpexec.api.agenttask import AgentTaskSpec, SkillsSpec, runtime_task_config
+from mcpexec.api.agenttask import SCRATCH_SKILLS_SIZE, AgentTaskSpec, SkillsSpec, runtime_task_config
 from mcpexec.api.meta import API_VERSION, SKILLS_OWNER_LABEL
 from runtime import contract
 
@@ -126,7 +126,7 @@ def _resources(spec: AgentTaskSpec) -> Manifest:
 def _volumes(task: TaskRef, spec: AgentTaskSpec, settings: OperatorSettings) -> list[Manifest]:
     skills: Manifest
     if spec.skills is None:
-        skills = {"name": "skills", "emptyDir": {"sizeLimit": "64Mi"}}
+        skills = {"name": "skills", "emptyDir": {"sizeLimit": SCRATCH_SKILLS_SIZE}}
     else:
         skills = {
             "name": "skills",

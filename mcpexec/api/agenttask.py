@@ -38,6 +38,10 @@ class ToolPolicy(SpecModel):
     deny: list[Annotated[str, Field(min_length=1, max_length=253)]] = Field(default_factory=list)
 
 
+# /skills of a task that names no skills owner: the run's own, gone with it (an emptyDir in the cluster).
+SCRATCH_SKILLS_SIZE = "64Mi"
+
+
 class SkillsSpec(SpecModel):
     """Persistent skills on a PVC named `skills-<owner>`; it outlives the tasks that use it."""
 

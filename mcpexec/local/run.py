@@ -22,12 +22,13 @@ from gateway.local.in_process import LocalGateway
 from gateway.pii import presidio_detector
 from gateway.pii.protection import DEFAULT_MINIMUM, combine
 from gateway.settings import LLMUpstream
-from mcpexec.api.agenttask import AgentTask, Phase, runtime_task_config
+from mcpexec.api.agenttask import SCRATCH_SKILLS_SIZE, AgentTask, Phase, runtime_task_config
 from mcpexec.api.mcpserver import MCPServerSpec
 from mcpexec.api.result import RuntimeResult
 from mcpexec.local.hostfs import UnsafeHostFile, read_beneath, sweep
 from mcpexec.local.run_pruning import prune_runs
 from mcpexec.local.sandbox.base import Completed, Sandbox, SandboxRun
+from mcpexec.local.sandbox.identity import sandbox_user
 from runtime import contract
 
 log = logging.getLogger("mcpexec.local_run")  # the logger name users filter on, kept from before the move
@@ -87,19 +88,17 @@ def kept_runs() -> int:
 
 
 def _only_for_sandbox(path: Path, mode: int) -> None:
-    """The gateway's socket and its directory: reachable by the sandbox's uid (gVisor connects as it) and root,
+    """The gateway's socket and its directory: reachable by the sandbox's user (gVisor connects as it) and root,
     not by other users of this machine. Without root the sandbox runs as this user, who owns them already."""
-    if os.geteuid() == 0:
-        os.chown(path, contract.SANDBOX_UID, contract.SANDBOX_UID)
+    user = sandbox_user()
+    os.chown(path, user.uid, user.gid)
     path.chmod(mode)
 
 
 def _writable_by_sandbox(path: Path) -> Path:
     path.mkdir(parents=True, exist_ok=True)
-    if os.geteuid() == 0:
-        os.chown(path, contract.SANDBOX_UID, contract.SANDBOX_UID)
-    else:
-        path.chmod(0o777)
+    user = sandbox_user()
+    os.chown(path, user.uid, user.gid)
     return path
 
 
@@ -151,12 +150,14 @@ class RunPaths:
     workspace: Path
     task_dir: Path
     skills: Path
+    skills_bytes: int
+    skills_owned: bool
     socket: Path
 
 
 def _sweep_skills(skills: Path) -> None:
-    """What the sandbox left in the owner's skills, made harmless for the host in place (hostfs). The workspace
-    needs no sweep: the sandbox's own copy of it is a bounded image, copied out as plain files (Sandbox.workspace)."""
+    """What the sandbox left in the owner's skills, made harmless for the host in place (hostfs). The workspace and a
+    run's own skills need no sweep: their images are copied out as plain files (Sandbox.workspace)."""
     try:
         changed = sweep(skills)
     except UnsafeHostFile as exc:
@@ -191,9 +192,14 @@ def _prepare(task: AgentTask, keep_runs: int) -> RunPaths:
     """The run's directories: kept under the state root (workspace and output.log stay for inspection), with the
     `keep_runs` - 1 most recent other runs."""
     root = state_root()
-    run_dir = root / "runs" / f"{task.metadata.name}-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}"
+    (root / "runs").mkdir(parents=True, exist_ok=True)
+    # Unique even for runs of one name started in the same second by one process (mkdtemp's random suffix).
+    run_dir = Path(
+        tempfile.mkdtemp(prefix=f"{task.metadata.name}-{time.strftime('%Y%m%d-%H%M%S')}-", dir=root / "runs")
+    )
+    run_dir.chmod(0o755)
     task_dir = run_dir / "task"
-    task_dir.mkdir(parents=True)
+    task_dir.mkdir()
     prune_runs(run_dir.parent, keep_runs)
     (task_dir / Path(contract.TASK_FILE).name).write_text(
         json.dumps(runtime_task_config(task.metadata.namespace, task.metadata.name, task.metadata.uid or "", task.spec))
@@ -202,21 +208,32 @@ def _prepare(task: AgentTask, keep_runs: int) -> RunPaths:
     # Unix socket paths are limited to ~100 bytes: the socket lives in a short temporary directory.
     socket_dir = Path(tempfile.mkdtemp(prefix="mcpexec-gw-"))
     _only_for_sandbox(socket_dir, 0o700)
+    (root / "skills").mkdir(exist_ok=True)
     return RunPaths(
         workspace=_writable_by_sandbox(run_dir / "workspace"),
         task_dir=task_dir,
-        skills=_writable_by_sandbox(root / "skills" / skills.owner if skills else run_dir / "skills"),
+        # An owner's directory is where its image is mounted (skills_image.py), made ready there.
+        skills=root / "skills" / skills.owner if skills else _writable_by_sandbox(run_dir / "skills"),
+        skills_bytes=int(parse_quantity(skills.size if skills else SCRATCH_SKILLS_SIZE)),
+        skills_owned=skills is not None,
         socket=socket_dir / contract.SOCKET_NAME,
     )
 
 
-def _sandboxed(sandbox: Sandbox, run: SandboxRun, size_bytes: int) -> tuple[Completed, RuntimeResult | None]:
-    """The sandbox in its workspace. Its result is read while the workspace is still the sandbox's own: the plain
-    copy the user gets has no links, so a result planted as a link would read as missing instead of refused."""
-    with sandbox.workspace(run.workspace, size_bytes):
-        _writable_by_sandbox(run.workspace / Path(contract.LOCAL_TMP).relative_to(contract.WORKSPACE))
-        completed = sandbox.run(run)
-        return completed, _read_result(run.workspace, completed)
+def _sandboxed(
+    sandbox: Sandbox, run: SandboxRun, paths: RunPaths, size_bytes: int
+) -> tuple[Completed, RuntimeResult | None]:
+    """The sandbox in its workspace and skills. Its result is read while the workspace is still the sandbox's own:
+    the plain copy the user gets has no links, so a result planted as a link would read as missing instead of
+    refused. The owner's skills are swept while they are still mounted."""
+    with sandbox.skills(paths.skills, paths.skills_bytes, paths.skills_owned):
+        with sandbox.workspace(run.workspace, size_bytes):
+            _writable_by_sandbox(run.workspace / Path(contract.LOCAL_TMP).relative_to(contract.WORKSPACE))
+            completed = sandbox.run(run)
+            outcome = completed, _read_result(run.workspace, completed)
+        if paths.skills_owned:
+            _sweep_skills(paths.skills)
+    return outcome
 
 
 async def run_task(
@@ -264,7 +281,7 @@ async def run_task(
         )
         log.info("sandbox starting", extra={"task": task.task_id, "sandbox": sandbox.name, "run": str(paths.workspace)})
         started = time.monotonic()
-        completed, result = await asyncio.to_thread(_sandboxed, sandbox, run, workspace_bytes)
+        completed, result = await asyncio.to_thread(_sandboxed, sandbox, run, paths, workspace_bytes)
         log.info(
             "sandbox finished",
             extra={
@@ -279,7 +296,6 @@ async def run_task(
     finally:
         await gateway.stop()
         shutil.rmtree(paths.socket.parent, ignore_errors=True)
-    await asyncio.to_thread(_sweep_skills, paths.skills)
     # The gateway counted the calls it served; the sandbox's own count cannot inflate or hide them.
     return LocalOutcome(
         phase=Phase.TIMED_OUT if result is None else result.phase,

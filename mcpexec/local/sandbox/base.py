@@ -53,4 +53,9 @@ class Sandbox(Protocol):
         can bound it; afterwards `directory` holds what the sandbox left, for the user to browse."""
         ...
 
+    def skills(self, directory: Path, size_bytes: int, owned: bool) -> AbstractContextManager[None]:
+        """`directory` as the run's /skills for the span of the block, bounded to `size_bytes` where this sandbox can
+        bound it: an owner's persistent skills (`owned`), or the run's own that go with it."""
+        ...
+
     def run(self, run: SandboxRun) -> Completed: ...

@@ -25,6 +25,11 @@ class UnsafeProcessSandbox:
         log.warning("workspace not bounded without a sandbox", extra={"path": str(directory), "bound": size_bytes})
         return contextlib.nullcontext()
 
+    def skills(self, directory: Path, size_bytes: int, owned: bool) -> AbstractContextManager[None]:
+        """The plain directory, unbounded, as the workspace."""
+        log.warning("skills not bounded without a sandbox", extra={"path": str(directory), "bound": size_bytes})
+        return contextlib.nullcontext()
+
     def run(self, run: SandboxRun) -> Completed:
         host_paths = {
             WORKSPACE: str(run.workspace),

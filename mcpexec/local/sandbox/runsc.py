@@ -12,7 +12,7 @@ behind it (each guest process costs the ptrace platform several host tasks). CPU
 wall-clock deadline (the runtime's own timer, then the kill of the sandbox): gVisor reports RLIMIT_CPU but
 does not enforce it. RLIMIT_NPROC is not in the OCI rlimits because runsc would apply it to its own host
 threads too, and crash. /workspace is bounded in bytes and inodes by the ext4 image it is (workspace_image.py): a
-clean ENOSPC inside.
+clean ENOSPC inside; so is /skills (skills_image.py).
 """
 
 from __future__ import annotations
@@ -28,11 +28,13 @@ from typing import Any
 
 from mcpexec.local.sandbox.base import RUNTIME_PACKAGE, RUNTIME_PARENT, Completed, SandboxError, SandboxRun
 from mcpexec.local.sandbox.capture import run_bounded
+from mcpexec.local.sandbox.identity import sandbox_user
+from mcpexec.local.sandbox.skills_image import owner_skills
 from mcpexec.local.sandbox.watchdog import Container, Watch
 from mcpexec.local.sandbox.watchdog import finished as watchdog_finished
 from mcpexec.local.sandbox.watchdog import start as watchdog_start
 from mcpexec.local.sandbox.workspace_image import bounded_workspace
-from runtime.contract import SANDBOX_UID, SKILLS, SOCKET_DIR, TASK_DIR, WORKSPACE
+from runtime.contract import SKILLS, SOCKET_DIR, TASK_DIR, WORKSPACE
 
 SANDBOX_PYTHON = "/usr/bin/python3"
 # Past the task's timeoutSeconds (the runtime's own timer), how long before the sandbox is killed.
@@ -40,8 +42,8 @@ KILL_GRACE_SECONDS = 10
 HOST_READ_ONLY = ("/usr", "/lib", "/lib64", "/bin")
 CFS_PERIOD_US = 100_000
 HOST_TASKS_PER_PROCESS = 16  # host pids a guest process may cost under ptrace (measured: ~9), with margin
-# The sandbox's first process: uid 65534 lowers its own RLIMIT_NPROC (soft and hard, so the task's code
-# cannot raise it again), then runs the runtime as `python3 -m runtime` would.
+# The sandbox's first process (as mcpexec-sandbox, identity.py) lowers its own RLIMIT_NPROC (soft and hard, so the
+# task's code cannot raise it again), then runs the runtime as `python3 -m runtime` would.
 LAUNCH_RUNTIME = (
     "import resource, runpy; resource.setrlimit(resource.RLIMIT_NPROC, ({limit}, {limit})); "
     "runpy.run_module('runtime', run_name='__main__', alter_sys=True)"
@@ -79,10 +81,11 @@ def oci_config(run: SandboxRun) -> dict[str, Any]:
         *(_bind(src, dst, True) for src, dst in run.extra_binds),
     ]
     env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": RUNTIME_PARENT, **run.env}
+    user = sandbox_user()
     return {
         "ociVersion": "1.0.0",
         "process": {
-            "user": {"uid": SANDBOX_UID, "gid": SANDBOX_UID},
+            "user": {"uid": user.uid, "gid": user.gid},
             "args": [SANDBOX_PYTHON, "-c", LAUNCH_RUNTIME.format(limit=run.max_processes)],
             "env": [f"{k}={v}" for k, v in env.items()],
             "cwd": WORKSPACE,
@@ -123,6 +126,12 @@ class RunscSandbox:
     def workspace(self, directory: Path, size_bytes: int) -> AbstractContextManager[None]:
         """An ext4 image of `size_bytes`, loop-mounted on `directory` (workspace_image.py)."""
         return bounded_workspace(directory, size_bytes)
+
+    def skills(self, directory: Path, size_bytes: int, owned: bool) -> AbstractContextManager[None]:
+        """The owner's persistent image (skills_image.py), or a throwaway one like the workspace's."""
+        if owned:
+            return owner_skills(directory, size_bytes)
+        return bounded_workspace(directory, size_bytes, what="skills", result_room=False)
 
     def run(self, run: SandboxRun) -> Completed:
         with tempfile.TemporaryDirectory(prefix="mcpexec-runsc-") as tmp:

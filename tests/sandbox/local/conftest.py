@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import subprocess
+import tempfile
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -85,3 +87,15 @@ def orphaned_sandboxes(grace_seconds: float = 10) -> list[int]:
         if not orphans or time.monotonic() > deadline:
             return orphans
         time.sleep(0.1)
+
+
+@contextmanager
+def owner_image(state_home: Path, owner: str) -> Iterator[Path]:
+    """The owner's skills image, mounted read-only somewhere else for the test to look into."""
+    with tempfile.TemporaryDirectory() as point:
+        image = state_home / "skills" / f"{owner}.img"
+        subprocess.run(["mount", "-o", "loop,ro,nosuid,nodev", str(image), point], check=True)
+        try:
+            yield Path(point)
+        finally:
+            subprocess.run(["umount", point], check=True)

@@ -16,7 +16,7 @@ import pytest
 import yaml
 
 from mcpexec.api.mcpserver import MCPServerSpec
-from tests.sandbox.local.conftest import run_code
+from tests.sandbox.local.conftest import owner_image, run_code
 from tests.support.components import REPO
 from tests.support.malformed import agenttask
 
@@ -225,10 +225,10 @@ def test_links_special_files_and_set_id_bits_left_by_the_sandbox_are_swept(
     outcome = run_code(LEAVE_TRAPS, demo_servers, skills={"owner": "sweep-test"})
     assert outcome.phase == "Succeeded", outcome
     assert "0o104755" in outcome.result  # the bit was set inside the sandbox
-    skills = outcome.workspace.parents[2] / "skills" / "sweep-test"
-    for root in (outcome.workspace, skills):
-        left = {p.relative_to(root).as_posix(): p.lstat().st_mode for p in root.rglob("*")}
-        assert "passwd" not in left and "nested/up" not in left and "nested/pipe" not in left, left
-        assert left["run-me"] & 0o7777 == 0o755 and left["nested"] & 0o7777 == 0o775, {
-            k: oct(v) for k, v in left.items()
-        }
+    with owner_image(outcome.workspace.parents[2], "sweep-test") as skills:
+        for root in (outcome.workspace, skills):
+            left = {p.relative_to(root).as_posix(): p.lstat().st_mode for p in root.rglob("*")}
+            assert "passwd" not in left and "nested/up" not in left and "nested/pipe" not in left, left
+            assert left["run-me"] & 0o7777 == 0o755 and left["nested"] & 0o7777 == 0o775, {
+                k: oct(v) for k, v in left.items()
+            }

@@ -4,23 +4,25 @@ from __future__ import annotations
 
 import contextlib
 import platform
+import pwd
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from mcpexec.api.mcpserver import MCPServerSpec
+from mcpexec.local.sandbox.identity import SANDBOX_USER
 from runtime.output import LOG_LIMIT_BYTES
-from tests.sandbox.local.conftest import orphaned_sandboxes, run_code
+from tests.sandbox.local.conftest import orphaned_sandboxes, owner_image, run_code
 
 
-def test_code_runs_under_gvisor_as_nobody(demo_servers: dict[str, MCPServerSpec]) -> None:
+def test_code_runs_under_gvisor_as_the_sandbox_user(demo_servers: dict[str, MCPServerSpec]) -> None:
     outcome = run_code(
         "import os, platform\nprint(platform.release(), os.getuid(), open('/proc/version').read())", demo_servers
     )
     assert outcome.phase == "Succeeded", outcome.error
     release, uid, *_version = outcome.result.split()
     assert release == "4.4.0" != platform.release(), "gVisor reports its own kernel, not the host's"
-    assert uid == "65534"
+    assert uid == str(pwd.getpwnam(SANDBOX_USER).pw_uid)
     assert outcome.sandbox == "gvisor"
 
 
@@ -203,4 +205,5 @@ except OSError as exc:
     outcome = run_code(code, demo_servers, skills={"owner": "ro-team", "readOnly": True})
     assert outcome.phase == "Succeeded", outcome.error
     assert outcome.result == "hello [{'name': 'greet', 'description': 'Says hello.'}]\nrefused OSError 30\n"
-    assert "hello" in (state_home / "skills" / "ro-team" / "greet" / "skill.py").read_text()
+    with owner_image(state_home, "ro-team") as skills:
+        assert "hello" in (skills / "greet" / "skill.py").read_text()
