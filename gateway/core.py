@@ -25,7 +25,7 @@ from gateway.tools.catalog import Catalog, ServerKey, local_server_key
 from gateway.tools.skill_seals import SkillSeals
 from gateway.usage import UsageMeter
 from mcpexec.api.mcpserver import MCPServerSpec
-from mcpexec.api.pii import PiiEntity
+from mcpexec.api.pii import DEFAULT_PHONE_REGIONS, PiiEntity
 
 log = logging.getLogger("mcpexec.gateway")
 
@@ -41,6 +41,7 @@ class GatewayCore:
         server_headers: Callable[[str], dict[str, str]] | None = None,
         ner: Callable[[frozenset[PiiEntity]], Detector | None] = lambda _entities: None,
         pii_minimum: frozenset[PiiEntity] = DEFAULT_MINIMUM,
+        pii_phone_regions: frozenset[str] = frozenset(DEFAULT_PHONE_REGIONS),
         server_key: ServerKey = local_server_key,
         rate_limits: TaskRateLimits | None = None,
         skills_key: bytes | None = None,
@@ -57,7 +58,7 @@ class GatewayCore:
         self.tokenizer = PiiTokenizer(
             vault,
             self.limits.vault_ttl_seconds,
-            protection_for(pii_minimum, self.catalog.spec),
+            protection_for(pii_minimum, self.catalog.spec, pii_phone_regions),
             self.metrics.count_pii,
             ner,
             self.scans,

@@ -8,7 +8,7 @@ from pydantic import AliasChoices, BaseModel, Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from mcpexec.api.meta import GATEWAY_AUDIENCE
-from mcpexec.api.pii import BUILTIN_ENTITIES, PiiEntity
+from mcpexec.api.pii import BUILTIN_ENTITIES, DEFAULT_PHONE_REGIONS, MAX_PHONE_REGIONS, PhoneRegion, PiiEntity
 
 DEFAULT_LLM_MAX_TOKENS = 16_384
 
@@ -95,6 +95,13 @@ class GatewaySettings(LLMSettings):
     pii_minimum_entities: list[PiiEntity] = Field(
         default_factory=lambda: list(BUILTIN_ENTITIES),
         validation_alias=AliasChoices("MCPEXEC_PII_MINIMUM_ENTITIES", "pii_minimum_entities"),
+    )
+    # The regions whose national phone formats every task's data is checked for (international ones always are).
+    pii_phone_regions: list[PhoneRegion] = Field(
+        default_factory=lambda: list(DEFAULT_PHONE_REGIONS),
+        min_length=1,
+        max_length=MAX_PHONE_REGIONS,
+        validation_alias=AliasChoices("MCPEXEC_PII_PHONE_REGIONS", "pii_phone_regions"),
     )
     requests_per_second: int = Field(
         default=100, ge=1, validation_alias=AliasChoices("MCPEXEC_GATEWAY_REQUESTS_PER_SECOND", "requests_per_second")

@@ -55,6 +55,7 @@ async def serve(settings: GatewaySettings) -> None:
             rate_limits=SharedRateLimits(settings.redis_url, limits.requests_per_second),
             ner=presidio_detector.ner_for(settings.pii_ner == "presidio"),
             pii_minimum=frozenset(settings.pii_minimum_entities),
+            pii_phone_regions=frozenset(settings.pii_phone_regions),
             skills_key=settings.skills_seal_key.get_secret_value().encode(),
         )
     except PiiDetectorUnavailable as exc:

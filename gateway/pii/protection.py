@@ -1,5 +1,6 @@
 """What one task's data is protected with: the union of what the cluster admin, the MCPServer owners and the task
-author each set (docs/security.md). Every level only adds; none can lower what another set."""
+author each set (docs/security.md): entities, custom patterns, and the regions whose national phone formats are
+recognised. Every level only adds; none can lower what another set."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from dataclasses import dataclass
 
 from gateway.context import TaskContext
 from mcpexec.api.mcpserver import MCPServerSpec
-from mcpexec.api.pii import BUILTIN_ENTITIES, CustomPattern, PiiDeclaration, PiiEntity
+from mcpexec.api.pii import BUILTIN_ENTITIES, DEFAULT_PHONE_REGIONS, CustomPattern, PiiDeclaration, PiiEntity
 
 
 @dataclass(frozen=True)
@@ -17,30 +18,38 @@ class Protection:
 
     entities: frozenset[PiiEntity]
     patterns: tuple[CustomPattern, ...]
+    phone_regions: frozenset[str] = frozenset(DEFAULT_PHONE_REGIONS)
 
 
 DEFAULT_MINIMUM: frozenset[PiiEntity] = frozenset(BUILTIN_ENTITIES)
 
 
-def combine(minimum: Iterable[PiiEntity], declarations: Iterable[PiiDeclaration]) -> Protection:
-    entities = set(minimum)
+def combine(
+    minimum: Iterable[PiiEntity],
+    declarations: Iterable[PiiDeclaration],
+    phone_regions: Iterable[str] = DEFAULT_PHONE_REGIONS,
+) -> Protection:
+    entities, regions = set(minimum), set(phone_regions)
     patterns: dict[tuple[str, str], CustomPattern] = {}
     for declaration in declarations:
         entities.update(declaration.entities)
+        regions.update(declaration.phone_regions)
         for pattern in declaration.custom_patterns:
             patterns.setdefault((pattern.name, pattern.regex), pattern)
-    return Protection(frozenset(entities), tuple(patterns[key] for key in sorted(patterns)))
+    return Protection(frozenset(entities), tuple(patterns[key] for key in sorted(patterns)), frozenset(regions))
 
 
 def protection_for(
     minimum: frozenset[PiiEntity],
     server_spec: Callable[[TaskContext, str], MCPServerSpec | None],
+    phone_regions: frozenset[str] = frozenset(DEFAULT_PHONE_REGIONS),
 ) -> Callable[[TaskContext], Protection]:
     """The gateway's hook: the minimum, the declarations of every server the task lists (whether it is up or not:
     a server that is not known yet declares nothing, and its results cannot arrive either), and the task's own."""
 
     def for_task(ctx: TaskContext) -> Protection:
         servers = (server_spec(ctx, name) for name in ctx.task.spec.mcp_servers)
-        return combine(minimum, [*(spec.pii for spec in servers if spec is not None), ctx.task.spec.pii])
+        declarations = [*(spec.pii for spec in servers if spec is not None), ctx.task.spec.pii]
+        return combine(minimum, declarations, phone_regions)
 
     return for_task

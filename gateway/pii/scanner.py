@@ -54,7 +54,7 @@ Found = list[tuple[list[Detection], list[Detection]]]
 def _detectors(protection: Protection) -> tuple[Detector, Detector | None]:
     """The pattern detectors of a protection (built once per process and protection)."""
     custom = CustomPatternDetector(protection.patterns) if protection.patterns else None
-    return PatternDetector(sorted(protection.entities)), custom
+    return PatternDetector(sorted(protection.entities), sorted(protection.phone_regions)), custom
 
 
 def detect_all(protection: Protection, texts: Sequence[str]) -> Found:

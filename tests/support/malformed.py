@@ -37,6 +37,7 @@ MALFORMED_TASKS: list[tuple[str, dict[str, Any], str]] = [
         agenttask("x", pii={"customPatterns": [{"name": "ticket", "regex": "T-[0-9]+"}]}),
         "spec.pii.customPatterns[0].name",
     ),
+    ("phone region not a code", agenttask("x", pii={"phoneRegions": ["de"]}), "spec.pii.phoneRegions[0]"),
     ("max turns zero", agenttask("x", prompt="hi", code=None, maxTurns=0), "spec.maxTurns"),
     ("model in direct mode", agenttask("x", model="gpt-x"), "spec.model only applies to agent mode"),
     ("skills owner", agenttask("x", skills={"owner": "Team A"}), "spec.skills.owner"),

@@ -15,6 +15,7 @@ import yaml
 
 from controller.settings import OperatorSettings
 from gateway.settings import GatewaySettings, Limits
+from mcpexec.api.pii import DEFAULT_PHONE_REGIONS
 from mcpexec.local.yaml_files import UniqueKeyLoader
 from tests.support.chart import CHART, helm, render
 from tests.support.components import REPO
@@ -286,7 +287,7 @@ def test_gateway_settings_come_from_values(monkeypatch: pytest.MonkeyPatch) -> N
         "--set", "gateway.piiNer=presidio", "--set", "gateway.maxResultBytes=20971520",
         "--set", "gateway.piiMinimumEntities={EMAIL,PERSON}", "--set", "gateway.opsPort=9191",
         "--set", "llm.baseUrl=https://llm.internal/v1", "--set", "llm.apiKeySecret.name=llm-key",
-        "--set", "llm.maxTokens=2048",
+        "--set", "llm.maxTokens=2048", "--set", "gateway.piiPhoneRegions={DE,JP}",
     )  # fmt: skip
     from_secrets = {"REDIS_URL": "redis://from-a-secret", "MCPEXEC_SKILLS_SEAL_KEY": "k" * 48}
     for env in _env(_by_kind(docs, "Deployment")["rel-mcpexec-gateway"]).values():
@@ -294,10 +295,19 @@ def test_gateway_settings_come_from_values(monkeypatch: pytest.MonkeyPatch) -> N
     settings = GatewaySettings()
     assert (settings.requests_per_second, settings.stdio_server_namespaces) == (7, ["platform"])
     assert settings.pii_ner == "presidio" and settings.pii_minimum_entities == ["EMAIL", "PERSON"]
+    assert settings.pii_phone_regions == ["DE", "JP"]
     assert (settings.port, settings.ops_port) == (8000, 9191)
     assert settings.limits() == Limits(requests_per_second=7, max_request_bytes=16 << 20, max_result_bytes=20 << 20)
     llm = settings.llm()
     assert llm is not None and llm.max_tokens == 2048
+
+
+def test_the_charts_phone_regions_are_the_gateways_default(monkeypatch: pytest.MonkeyPatch) -> None:
+    gateway = _by_kind(render(), "Deployment")["rel-mcpexec-gateway"]
+    (regions,) = [env["value"] for env in _env(gateway).values() if env["name"] == "MCPEXEC_PII_PHONE_REGIONS"]
+    monkeypatch.setenv("MCPEXEC_PII_PHONE_REGIONS", regions)
+    settings = GatewaySettings(redis_url="redis://x", skills_seal_key="k" * 48)
+    assert settings.pii_phone_regions == list(DEFAULT_PHONE_REGIONS)
 
 
 def test_operator_settings_and_pull_secrets_come_from_values(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -330,6 +340,8 @@ def test_operator_settings_and_pull_secrets_come_from_values(monkeypatch: pytest
         (["--set", "llm.api=palm"], "/llm/api"),
         (["--set", "gateway.piiNer=spacy"], "/gateway/piiNer"),
         (["--set", "gateway.piiMinimumEntities={PASSPORT}"], "/gateway/piiMinimumEntities/0"),
+        (["--set", "gateway.piiPhoneRegions={de}"], "/gateway/piiPhoneRegions/0"),
+        (["--set-json", "gateway.piiPhoneRegions=[]"], "/gateway/piiPhoneRegions"),
         (["--set", "tasks.workspaceSize=lots"], "/tasks/workspaceSize"),
         (["--set", "gateway.requestsPerSecondPerTask=0"], "/gateway/requestsPerSecondPerTask"),
         (["--set", "gateway.maxResultBytes=100"], "/gateway/maxResultBytes"),

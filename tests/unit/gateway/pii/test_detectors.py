@@ -1,16 +1,15 @@
-"""PII pattern detection: each entity type and its look-alikes, the phone matcher's windows, ranked overlaps."""
+"""PII pattern detection: each entity type, a case for each cause of a miss or a false hit (issue 18), the phone
+regions, ranked overlaps and custom patterns."""
 
 from __future__ import annotations
 
 import random
 
-import phonenumbers
 import pytest
-from phonenumbers import PhoneMetadata
 from pydantic import ValidationError
 
 from gateway.pii.detectors import (
-    MIN_PHONE_DIGITS,
+    DEFAULT_PHONE_REGIONS,
     CustomPatternDetector,
     Detection,
     Detector,
@@ -20,6 +19,9 @@ from gateway.pii.detectors import (
 from mcpexec.api.pii import BUILTIN_ENTITIES, CustomPattern, PiiEntity
 
 DETECTOR = PatternDetector(BUILTIN_ENTITIES)
+# Full-width digits, plus and hyphen, as Japanese and Chinese input methods type them.
+_FULL_WIDTH = str.maketrans({**{d: chr(0xFF10 + int(d)) for d in "0123456789"}, "+": "\uff0b", "-": "\uff0d"})
+BERLIN, TOKYO = "030 1234567".translate(_FULL_WIDTH), "+81 3-1234-5678".translate(_FULL_WIDTH)
 
 
 def _found(text: str, detector: Detector = DETECTOR) -> list[tuple[str, str]]:
@@ -34,14 +36,17 @@ def _found(text: str, detector: Detector = DETECTOR) -> list[tuple[str, str]]:
         ("or (415) 555-0199", [("PHONE", "(415) 555-0199")]),
         ("card 4111 1111 1111 1111 ok", [("CREDIT_CARD", "4111 1111 1111 1111")]),
         ("card 4111-1111-1111-1111", [("CREDIT_CARD", "4111-1111-1111-1111")]),
+        ("amex 3782 822463 10005", [("CREDIT_CARD", "3782 822463 10005")]),
         ("ssn 536-90-4399.", [("US_SSN", "536-90-4399")]),
         ("iban DE89370400440532013000", [("IBAN", "DE89370400440532013000")]),
         ("iban GB82 WEST 1234 5698 7654 32 end", [("IBAN", "GB82 WEST 1234 5698 7654 32")]),
         ("from 203.0.113.17:443", [("IP_ADDRESS", "203.0.113.17")]),
         ("v6 2001:db8::42 here", [("IP_ADDRESS", "2001:db8::42")]),
         ("v6 2001:db8:0:0:0:0:2:1 in full", [("IP_ADDRESS", "2001:db8:0:0:0:0:2:1")]),
-        ("loopback ::1", [("IP_ADDRESS", "::1")]),
+        ("link-local fe80::1%eth0", [("IP_ADDRESS", "fe80::1")]),
         ("Vienna desk +43 1110 today", [("PHONE", "+43 1110")]),  # 6 digits: the shortest valid number
+        ("+1 (650) 253-0000 ext. 1234", [("PHONE", "+1 (650) 253-0000 ext. 1234")]),
+        ("tel:+49-30-1234567;ext=89", [("PHONE", "+49-30-1234567;ext=89")]),
     ],
 )
 def test_each_entity_type_is_detected(text: str, expected: list[tuple[str, str]]) -> None:
@@ -57,106 +62,161 @@ def test_each_entity_type_is_detected(text: str, expected: list[tuple[str, str]]
         "version 1.2.3.4.5 and 999.1.1.1 are not addresses",
         "at 12:30:45 on 2024-01-02, order 12345, id C001",
         '[{"created": "2026-11-23 08:27:00"}, {"created": "2026-11-23 08:28:00"}, {"t": "1:2:3:4:5:6:7"}]',
-        "not an email: user@localhost",
+        "not an email: user@localhost, @here, react@18.2.0",
+        "loopback ::1 and a slice x[1::2], std::vector<int>, Foo::Bar, cafe::beef",  # no one's address
+        "mask 255.255.255.0, wildcard 0.0.0.255, any 0.0.0.0, LDAP cn is OID 2.5.4.3",
+        'AssemblyVersion("1.2.3.4") and IOS XE Software, Version 17.9.4.1',
+        "mac 00:1a:2b:3c:4d:5e and 00-1A-2B-3C-4D-5E",
     ],
 )
 def test_look_alikes_are_not_detected(text: str) -> None:
     assert _found(text) == []
 
 
-NUMBER_KINDS = (
-    "fixed_line", "mobile", "toll_free", "premium_rate", "shared_cost", "personal_number", "voip", "pager", "uan",
-    "voicemail",
-)  # fmt: skip
+# One case per cause of issue 18: what was missed, split or taken for PII before.
+CAUSES: dict[str, list[tuple[str, list[tuple[str, str]]]]] = {
+    "national phones outside the US": [
+        ("Berlin 030 1234567", [("PHONE", "030 1234567")]),
+        ("portable 07 42 26 39 86", [("PHONE", "07 42 26 39 86")]),
+        ("Manchester 0161 845 9014", [("PHONE", "0161 845 9014")]),
+        ("東京 03-6908-4061", [("PHONE", "03-6908-4061")]),
+        ("São Paulo (11) 97147-5065", [("PHONE", "(11) 97147-5065")]),
+        ("Wien 0662 123456", [("PHONE", "0662 123456")]),
+        ("trunk in brackets +49 (0)30 123456", [("PHONE", "+49 (0)30 123456")]),
+        ("dialled 0049 30 123456", [("PHONE", "0049 30 123456")]),
+        ("slash 030/1234567, dots 06.12.34.56.78", [("PHONE", "030/1234567"), ("PHONE", "06.12.34.56.78")]),
+    ],
+    "SSNs spaced or compact after their key or word": [
+        ("ssn 437 68 8725", [("US_SSN", "437 68 8725")]),
+        ('{"ssn": "613288261"}', [("US_SSN", "613288261")]),
+        ("SSN is 530141367", [("US_SSN", "530141367")]),
+        ("customerSSN=530141367", [("US_SSN", "530141367")]),
+        ("member 613288261, badge 530141367", []),  # nine digits without the word: an id
+    ],
+    "URL- and form-encoded values": [
+        ("user=ANA.PATEL%40ORANGE.FR&t=1", [("EMAIL", "ANA.PATEL%40ORANGE.FR")]),
+        ("email=o%27brien%40sky.com&x", [("EMAIL", "o%27brien%40sky.com")]),
+        ("tel=%2B1+713+396+7854&cc", [("PHONE", "%2B1+713+396+7854")]),
+        ("cc-number=4266+7607+4871+3187&cc-exp", [("CREDIT_CARD", "4266+7607+4871+3187")]),
+    ],
+    "emails against CJK text": [
+        ("メールアドレスはchloe.wang@gmail.comです", [("EMAIL", "chloe.wang@gmail.com")]),
+        ("邮箱ana@qq.com\uff0c谢谢", [("EMAIL", "ana@qq.com")]),
+    ],
+    "IBANs of any country, case and spacing": [
+        ("iban de89 3704 0044 0532 0130 00", [("IBAN", "de89 3704 0044 0532 0130 00")]),
+        ("iban de89370400440532013000", [("IBAN", "de89370400440532013000")]),
+        ("Norway NO9386011117947", [("IBAN", "NO9386011117947")]),
+        ("Saudi SA03 8000 0000 6080 1016 7519 from", [("IBAN", "SA03 8000 0000 6080 1016 7519")]),
+        ("振込先はDE89370400440532013000です", [("IBAN", "DE89370400440532013000")]),
+    ],
+    "addresses at a sentence's end": [
+        ("blocked traffic from 10.0.0.1.", [("IP_ADDRESS", "10.0.0.1")]),
+        ("and from 2001:db8::42.", [("IP_ADDRESS", "2001:db8::42")]),
+    ],
+    "full-width digits and no-break spaces": [
+        (f"電話{BERLIN}", [("PHONE", BERLIN)]),
+        (f"{TOKYO}です", [("PHONE", TOKYO)]),
+        ("+1\u00a0617\u00a0555\u00a00199", [("PHONE", "+1\u00a0617\u00a0555\u00a00199")]),
+        ("+33\u202f6\u202f12\u202f34\u202f56\u202f78", [("PHONE", "+33\u202f6\u202f12\u202f34\u202f56\u202f78")]),
+    ],
+    "escapes in raw JSON text": [
+        ('"Contact:\\nana@x.com"', [("EMAIL", "ana@x.com")]),
+        ('"\\tana@x.com \\"bob@y.org\\""', [("EMAIL", "ana@x.com"), ("EMAIL", "bob@y.org")]),
+        ('"ana\\u0040x.com"', [("EMAIL", "ana\\u0040x.com")]),
+        ('"\\u003cana@x.com\\u003e"', [("EMAIL", "ana@x.com")]),
+        ('"Phone:\\t+46796229608\\t#647015"', [("PHONE", "+46796229608")]),
+        ('"Lines:\\n0301 2345 6789 0123 and \\n10.0.0.1"', [("IP_ADDRESS", "10.0.0.1")]),
+    ],
+    "one value, one span": [
+        ("o'connor@example.com", [("EMAIL", "o'connor@example.com")]),
+        ("SQL ('o'brien@gmail.com', 1)", [("EMAIL", "o'brien@gmail.com")]),
+        ("client ::ffff:10.0.0.1 - -", [("IP_ADDRESS", "::ffff:10.0.0.1")]),
+        ("Phone:\t+1 202 555 0143\t#123456", [("PHONE", "+1 202 555 0143")]),
+        ("Alt: +1 202 555 0143, #123456", [("PHONE", "+1 202 555 0143")]),
+        ("the courier calls (030 1234567) first", [("PHONE", "030 1234567")]),
+        ("or (+32 (0)473 67 45 46), sinon", [("PHONE", "+32 (0)473 67 45 46")]),
+        ("timed out to 2a00:1450::9f55:5885:b460:ef46:8080", [("IP_ADDRESS", "2a00:1450::9f55:5885:b460:ef46")]),
+    ],
+    "identifiers and counters are not phones": [
+        ("order ORD-2025-769159 and INV-2024-03-0471", []),
+        ("refs 4155552671, 20251234567, 748912345678", []),
+        ("FedEx 748912345678, UPS 1Z999AA10123456784, bytes=1048576000", []),
+        ("account 012345678901 arn:aws:iam::123456789012:user/ana", []),
+        ('"GET /cart HTTP/1.1" 200 1103427 "-"', []),
+        ("isbn 978-3-16-148410-0, zip 94103-1234, build 120.0.6099.109", []),
+        ("sent 2024-01-15 10:00:00, Mon, 15 Jan 2024 10:00:00 +0100, took 52.245003s", []),
+        ("Betrag 937.937.105,10 €, am 01.12.2023 22.401,35 €, Chrome/166.0.83.927", []),
+    ],
+    "Luhn-valid runs that are no cards": [
+        ("epoch 1735689600000 and lastLogon 133497819000000000", []),
+        ("isbn 9780306406157 and imei 356938035643809", []),
+        ("uuid 550e8400-e29b-41d4-a716-446655440000, sha 5f3a9b1c4e7d8a2b4111111111111111", []),
+        ("bad iban DE12370400440532013000", []),
+        ("usps 9400100000000000000000, 9400 1000 0000 0000 0000 00", []),
+        ("+4915146734012", [("PHONE", "+4915146734012")]),  # the digits pass Luhn; the plus makes it a phone
+    ],
+    "values in URL paths": [
+        (
+            "demo://resource/blob/4111111111111111 and /users/+4915146734012",
+            [("CREDIT_CARD", "4111111111111111"), ("PHONE", "+4915146734012")],
+        ),
+        ("/reports/22/01/2020 and /v1/2025-769159", []),
+    ],
+    "image assets are no emails": [
+        ('<img src="/img/icon@2x.png"> logo@3x.webp avatar@1.5x.jpg', []),
+    ],
+}
 
 
-def test_no_valid_phone_number_is_shorter_than_the_detectors_digit_gate() -> None:
-    """The detector runs the phone matcher only around runs of at least MIN_PHONE_DIGITS digits: no number that
-    phonenumbers' metadata allows (country code + shortest national number of any type) is that short."""
-    shortest = min(
-        len(str(metadata.country_code)) + length
-        for region in phonenumbers.SUPPORTED_REGIONS
-        if (metadata := PhoneMetadata.metadata_for_region(region)) is not None
-        for desc in (getattr(metadata, kind) for kind in NUMBER_KINDS)
-        if desc is not None
-        for length in desc.possible_length
-        if length > 0
+@pytest.mark.parametrize(
+    ("text", "expected"), [case for cases in CAUSES.values() for case in cases], ids=lambda v: str(v)[:40]
+)
+def test_each_cause_of_a_miss_or_a_false_hit(text: str, expected: list[tuple[str, str]]) -> None:
+    assert _found(text) == expected
+
+
+def test_national_numbers_are_read_for_the_regions_asked_for_international_ones_for_all() -> None:
+    """`030 1234567` is a German number only where German national formats are asked for; `+49 30 1234567` and
+    `+263 242 123456` (Zimbabwe, in no default) everywhere."""
+    us_only = PatternDetector(BUILTIN_ENTITIES, phone_regions=["US"])
+    german = PatternDetector(BUILTIN_ENTITIES, phone_regions=["DE"])
+    text = "030 1234567, +49 30 1234567, +263 242 123456, (415) 555-0199"
+    assert _found(text, us_only) == [
+        ("PHONE", "+49 30 1234567"),
+        ("PHONE", "+263 242 123456"),
+        ("PHONE", "(415) 555-0199"),
+    ]
+    assert _found(text, german) == [("PHONE", "030 1234567"), ("PHONE", "+49 30 1234567"), ("PHONE", "+263 242 123456")]
+    assert "DE" in DEFAULT_PHONE_REGIONS and PatternDetector([PiiEntity.PHONE]).detect(text)[0] == Detection(
+        0, 11, "PHONE"
     )
-    assert shortest >= MIN_PHONE_DIGITS
 
 
-FULL_WIDTH_JAPAN = "+81 3-1234-5678".translate({ord(d): 0xFF10 + int(d) for d in "0123456789"})
+def test_an_unknown_region_is_refused() -> None:
+    with pytest.raises(ValueError, match="XX"):
+        PatternDetector([PiiEntity.PHONE], phone_regions=["XX"])
 
 
-PHONE_SHAPES = [
-    "+1 (650) 253-0000 ext. 1234", "(202) 555-0143", "202.555.0143", "+1 202 555 0143 x 12", "+44 20 7031 3000",
-    "020 7031 3000", "+43 1110", "tel:+49-30-1234567;ext=89", "+33 1 23 45 67 89", FULL_WIDTH_JAPAN,
-    "[+1] 415 555 2671", "+1\u00a0617\u00a0555\u00a00199", "1-800-FLOWERS", "415-555-2671#99", "+61 2 9374 4000",
-    "2024-05-06 12:30:05", "pages 211-227 (2003)", "order 4155552671", "v1.2.3", "12/05/2024", "+1 202 555 01",
-    "011 43 1110", "011 44 20 7031 3000", "555-0143", "2026-11-23T06:01:02Z", "1 800 555 0199", "+1 800 555 0199",
-    "(+44) 20 7031 3000", "+ 43 1110", "00 43 1110", "\uff0b43 1110", '"2026-11-23T08:27:00+01:00"',
-    "2026-11-23 08:27:00+01:00", "202:555:0143", "+1:202:555:0143", "202,555,0143", "202\t555\t0143", "+1_202_555_0143",
-    "1-202-555-0143,", "202~555~0143", "\u2010202\u2015555\uff0f0143", "2026/11/23  08:27", "(2026-11-23 08:59",
-    "+1 2026-11-23 08:27:00", "20261123 08:27", "2026-11-23 08:60", "2026-11-23 08", "5 2026-11-23 08:27",
-]  # fmt: skip
+def test_a_phone_word_makes_compact_national_digits_a_number() -> None:
+    """Ten digits are an order reference; after a phone key or word (in any of the corpus's languages, a camelCase
+    key too) they are the number it names."""
+    for text in ['"phone": "0301234567"', "TEL;TYPE=CELL:0301234567", "Handy: 0301234567", "電話\uff1a0301234567",
+                 'oncallPhone: "4155552671"', "call me on 4155552671"]:  # fmt: skip
+        assert [e for e, _ in _found(text)] == ["PHONE"], text
+    for text in ['"order": "0301234567"', "hotel 0301234567", '"phone": "+49 30 1", "ts": 0301234567']:
+        assert ("PHONE", "0301234567") not in _found(text), text
 
 
-FILLER = ["call", "line", "12:", "the", "no.", "(", ")", "-", "+", "x", "ext", "at", "7", "42", "\n", "\t", "é"]
+def test_only_the_entities_asked_for() -> None:
+    text = "C001 alice@example.com +1 202-555-0143 536-90-4399"
+    assert _found(text, PatternDetector([PiiEntity.EMAIL])) == [("EMAIL", "alice@example.com")]
+    assert PatternDetector([PiiEntity.PERSON]).detect(text) == []
 
 
-def test_the_phone_windows_find_exactly_what_the_matcher_finds_in_the_whole_text() -> None:
-    """The detector hands phonenumbers' matcher only windows around runs of digits (it was 6 ms for 4 KB of text
-    with many small numbers otherwise): on 40,000 random mixes of number shapes and filler it finds exactly the
-    spans the matcher finds reading the whole text."""
-    rng = random.Random(11)
-    phones_only = PatternDetector([PiiEntity.PHONE])
-    texts = [
-        " ".join(
-            rng.choice(PHONE_SHAPES) if rng.random() < 0.3 else rng.choice(FILLER) for _ in range(rng.randint(1, 12))
-        )
-        for _ in range(40_000)
-    ]
-    found = 0
-    for text in texts:
-        whole = [(m.start, m.end) for m in phonenumbers.PhoneNumberMatcher(text, "US", phonenumbers.Leniency.VALID)]
-        assert [(d.start, d.end) for d in phones_only.detect(text)] == whole, text
-        found += len(whole)
-    assert found > 10_000
-
-
-OTHER_SHAPES = [
-    "4111 1111 1111 1111", "4111-1111-1111-1111", "4111111111111111", "3782 822463 10005", "536-90-4399",
-    "DE89370400440532013000", "GB82 WEST 1234 5698 7654 32", "203.0.113.17", "10.0.0.1:8080", "2001:db8::42",
-    "ana7@example.com", "202.555.0143@mail.org", "4155552671@example.com", "C-2026-000417", "total $7772.84",
-]  # fmt: skip
-
-
-def test_numbers_claimed_by_other_entities_change_no_phone_result() -> None:
-    """Phone numbers rank last among the built-ins, so the detector skips the digit runs that lie in a card, IBAN,
-    SSN, IP address or email (they cost the matcher 0.1-0.2 ms each): on 20,000 random mixes of those next to phone
-    shapes and filler it finds exactly what ranking the matcher's finds over the whole text below them gives."""
-    rng = random.Random(12)
-    detector = PatternDetector(BUILTIN_ENTITIES)
-    no_phones = PatternDetector([e for e in BUILTIN_ENTITIES if e != PiiEntity.PHONE])
-    shapes = PHONE_SHAPES + OTHER_SHAPES
-    separators = [" ", ", ", "-", "", " / ", ". "]
-    texts = [
-        "".join(
-            (rng.choice(shapes) if rng.random() < 0.5 else rng.choice(FILLER)) + rng.choice(separators)
-            for _ in range(rng.randint(1, 10))
-        )
-        for _ in range(20_000)
-    ]
-    phones = skipped = 0
-    for text in texts:
-        matched = phonenumbers.PhoneNumberMatcher(text, "US", phonenumbers.Leniency.VALID)
-        whole = [Detection(m.start, m.end, "PHONE") for m in matched]
-        expected = resolve_overlaps([*no_phones.detect(text), *whole])
-        assert detector.detect(text) == expected, text
-        phones += sum(d.entity == "PHONE" for d in expected)
-        skipped += len(whole) - sum(d.entity == "PHONE" for d in expected)
-    assert phones > 3_000
-    assert skipped > 1_000  # the matcher's numbers that a ranked entity overrides: the case the skipping is for
+def test_an_email_outranks_the_phone_number_in_its_local_part() -> None:
+    assert _found("202.555.0143@mail.org") == [("EMAIL", "202.555.0143@mail.org")]
+    assert _found("202.555.0143@mail.org", PatternDetector([PiiEntity.PHONE])) == [("PHONE", "202.555.0143")]
 
 
 def test_overlaps_resolve_by_rank_as_defined() -> None:
@@ -173,11 +233,6 @@ def test_overlaps_resolve_by_rank_as_defined() -> None:
             if all(candidate.end <= k.start or candidate.start >= k.end for k in kept):
                 kept.append(candidate)
         assert resolve_overlaps(ranked) == sorted(kept), ranked
-
-
-def test_only_the_entities_asked_for() -> None:
-    text = "C001 alice@example.com +1 202-555-0143 536-90-4399"
-    assert _found(text, PatternDetector([PiiEntity.EMAIL])) == [("EMAIL", "alice@example.com")]
 
 
 def test_custom_patterns_match_in_linear_time_and_refuse_backtracking() -> None:

@@ -169,3 +169,19 @@ def test_only_a_string_is_a_payload() -> None:
     value = {"type": "image", "mimeType": "image/png", "data": {"email": "ana@example.org"}}
     masked = asyncio.run(_tokenizer().tokenize(_ctx("pii-shape"), value))
     assert masked["data"] == {"email": "[EMAIL_1]"}
+
+
+def test_phone_regions_add_up_from_the_gateway_its_servers_and_the_task() -> None:
+    """A Hungarian national number (`06 20 123 4567`) is outside the default regions: found once the gateway, a server
+    the task lists, or the task itself adds HU; an international one is found whatever the regions."""
+    value = {"text": "call 06 20 123 4567 or +36 20 123 4567"}
+    declaring = MCPServerSpec(transport="stdio", command=["x"], pii={"phoneRegions": ["HU"]})
+    default = _tokenizer(servers={"crm": declaring})
+    assert asyncio.run(default.tokenize(_ctx("regions-none"), value)) == {"text": "call 06 20 123 4567 or [PHONE_1]"}
+    found = {"text": "call [PHONE_1] or [PHONE_2]"}
+    assert asyncio.run(default.tokenize(_ctx("regions-task", pii={"phoneRegions": ["HU"]}), value)) == found
+    assert asyncio.run(default.tokenize(_ctx("regions-server", servers=["crm"]), value)) == found
+    hungarian = PiiTokenizer(
+        MemoryVault(), 600, protection_for(DEFAULT_MINIMUM, lambda _c, _n: None, frozenset({"HU"}))
+    )
+    assert asyncio.run(hungarian.tokenize(_ctx("regions-gateway"), value)) == found

@@ -66,6 +66,15 @@ def test_valid_task_parses_with_defaults() -> None:
     assert task.spec.pii.entities == [] and task.spec.pii.custom_patterns == []  # additions only: none by default
 
 
+def test_a_phone_region_must_have_numbering_metadata() -> None:
+    """The CRD checks the shape (two capitals); the model also that phonenumbers knows the region (the operator's
+    InvalidSpec condition, exit 2 locally), so no task runs with a region the detector cannot read."""
+    with pytest.raises(ValidationError, match="'XX' is not a region with phone numbering metadata"):
+        parse_agenttask(agenttask("x", pii={"phoneRegions": ["DE", "XX"]}))
+    task = parse_agenttask(agenttask("x", pii={"phoneRegions": ["DE", "JP"]}))
+    assert task.spec.pii.phone_regions == ["DE", "JP"]
+
+
 CPU_BOUNDS = "cpu must be a quantity from 10m to 64"  # 10m: the kernel's smallest CFS quota
 
 

@@ -1,0 +1,77 @@
+"""The built-in detector's work grows linearly with its input, crafted inputs included.
+
+Work is counted, not timed: every Python function call, into C functions too (each regex search or match), under
+sys.setprofile, which gives the same count on every run. Doubling a crafted value may at most double that work
+(2.5x with slack), and no value costs more than a fixed number of calls per character. The regex engine's own steps
+are bounded by construction (one scan whose quantifiers are possessive or bounded: gateway/pii/patterns/candidates.py);
+these inputs are scanned here at 32 KiB, the largest value the gateway scans on its event loop, so a pattern that
+backtracked would hang this test rather than pass it.
+"""
+
+from __future__ import annotations
+
+import sys
+from types import FrameType
+from typing import Any
+
+import pytest
+
+from gateway.pii.detectors import PatternDetector
+from mcpexec.api.pii import BUILTIN_ENTITIES
+
+DETECTOR = PatternDetector(BUILTIN_ENTITIES)
+HALF = 16 * 1024
+# A constant, whatever the region set: measured at most 112 (the default regions, on mixed separators where no
+# region's number fits and every group is tried), 146 for 49 regions, 61 for all 245.
+MOST_CALLS_PER_CHARACTER = 160
+
+# Units repeated into values that reach every branch of the scan and every reader: long digit runs of one or of
+# mixed separators, dotted quads, many at-signs and colons, hex, IBAN and phone starts, escapes, full-width digits.
+CRAFTED = [
+    "4111 ", "1", "1 ", "00 ", "1-", "1/2/", "1.1.1.1.", "10.0.0.1 ", "2024-01-02 ", "12 34-56.78/90(12)34 ",
+    "a@", "a@b.cd ", "a%40b.cd&", "a\\u0040b.cd ", ":", "1:", "a:", "::1 ", "1::", "0123456789abcdef", "+1 ", "(",
+    "(1", "%2B1", "DE89", "DE89 3704 ", "de89370400440532013000 ", "phone 0301234567 ", "+49 30 1234567 ",
+    "0049 30 123456 ", "4111111111111111 ", "536-90-4399 ", "\\n", "\uff11 ", "ORD-2025-",
+]  # fmt: skip
+
+
+def _calls(text: str) -> int:
+    calls = 0
+
+    def count(_frame: FrameType, _event: str, _arg: Any) -> None:
+        nonlocal calls
+        calls += 1
+
+    sys.setprofile(count)
+    try:
+        DETECTOR.detect(text)
+    finally:
+        sys.setprofile(None)
+    return calls
+
+
+def _repeated(unit: str, length: int) -> str:
+    return (unit * (length // len(unit) + 1))[:length]
+
+
+def test_the_counter_counts() -> None:
+    assert _calls("call +49 30 1234567 or ana@example.com") > _calls("nothing to see") > 0
+
+
+@pytest.mark.parametrize("unit", CRAFTED)
+def test_doubling_a_crafted_value_at_most_doubles_the_work(unit: str) -> None:
+    DETECTOR.detect(_repeated(unit, 64))  # lazily compiled metadata is not the input's work
+    _assert_linear(_repeated(unit, HALF), _repeated(unit, 2 * HALF))
+
+
+@pytest.mark.parametrize(("head", "unit", "tail"), [("x@", "ab.", "1"), ("+", "1 ", "x"), ("de89", " 3704", " from")])
+def test_one_long_candidate_costs_linear_work(head: str, unit: str, tail: str) -> None:
+    """A single candidate as long as the value: an email's domain of thousands of labels and no top-level domain, a
+    run of thousands of groups after a plus sign, an IBAN's groups that never end."""
+    _assert_linear(head + _repeated(unit, HALF) + tail, head + _repeated(unit, 2 * HALF) + tail)
+
+
+def _assert_linear(half_text: str, full_text: str) -> None:
+    half, full = _calls(half_text), _calls(full_text)
+    assert full <= 2.5 * half + 100, (half, full)
+    assert full <= MOST_CALLS_PER_CHARACTER * len(full_text), full
