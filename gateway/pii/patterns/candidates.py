@@ -52,9 +52,9 @@ _FREE_DIGIT = r"(?:(?<![A-Za-z0-9_]\d)|(?<=\\[nrtbf]\d)|(?<=%2[Bb]\d))"
 # A digit run from its first digit (which the scan consumed; a plus sign or bracket before it is read back by
 # digit_runs.py): not inside an identifier (`ORD-2025-769159`, `v1.2`, `0x7f`) or a time (`09:33:51`). A path
 # segment is no identifier: `/customers/4111111111111111` holds a card (but `22/01/2020` is one date, not a run
-# from `01`).
+# from `01`, and `curl/15.19.101` a product's version).
 _RUN = (
-    rf"(?<![A-Za-z0-9_][-_.]\d)(?<![0-9_]/\d)(?<!\d:\d){_SIX}{_NOT_DATE}"
+    rf"(?<![A-Za-z0-9_][-_.]\d)(?<![0-9_]/\d)(?!(?<=[A-Za-z]/\d)\d*+\.)(?<!\d:\d){_SIX}{_NOT_DATE}"
     rf"(?!\d*+\.\d++(?!{_GAP}\d))\d*+(?!:\d){_GROUPS}"
 )
 # Check digits right after an IBAN country code that starts a word (the cheap test first: two letters).

@@ -46,7 +46,7 @@ _LEAD = re.compile(
 _BLANKS = " \u00a0\u2007\u2009\u202f\u3000"
 # `x 123`, `ext. 123`, `;ext=123` right after a number; never across a tab or comma (`\t#123456` is an order).
 _EXTENSION = re.compile(r"(?i)(?: ?(?:ext\.?|extension|x) ?|;ext=)\d{1,6}(?!\d)")
-_GLUED = re.compile(r"[A-Za-z0-9_]|[-_./][A-Za-z0-9]")
+_GLUED = re.compile(r"[A-Za-z0-9_]|[-_.][A-Za-z0-9]|/[0-9]")  # a path segment after a value is no glue
 # A date, then no digit and no more of its separator (06.27.51.36.67 is a French phone number).
 _DATE = re.compile(r"\d{4}([-./])\d\d?\1\d\d?(?!\d|\1)|\d\d?([-./])\d\d?\2(?:\d{4}|\d\d)(?!\d|\2)")
 

@@ -158,10 +158,10 @@ CAUSES: dict[str, list[tuple[str, list[tuple[str, str]]]]] = {
     ],
     "values in URL paths": [
         (
-            "demo://resource/blob/4111111111111111 and /users/+4915146734012",
+            "demo://resource/blob/4111111111111111 and /users/+4915146734012/profile",
             [("CREDIT_CARD", "4111111111111111"), ("PHONE", "+4915146734012")],
         ),
-        ("/reports/22/01/2020 and /v1/2025-769159", []),
+        ("/reports/22/01/2020 and /v1/2025-769159/items, curl/15.19.101", []),
     ],
     "image assets are no emails": [
         ('<img src="/img/icon@2x.png"> logo@3x.webp avatar@1.5x.jpg', []),
