@@ -7,6 +7,7 @@ reaches the gateway only through a Unix socket mounted into it.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import os
@@ -169,22 +170,23 @@ def _sweep_skills(skills: Path) -> None:
 
 def _skills_seal_key() -> bytes:
     """This machine's key for skills' seals (gateway/tools/skill_seals.py), made on first use: skills persist
-    across runs, so their seals must too. Only this user reads it; a sandbox never sees the state root."""
+    across runs, so their seals must too. Only this user reads it; a sandbox never sees the state root. A new key
+    is written whole to a file of its own, then linked into place (a link never replaces a file): a run starting
+    at the same moment reads either no key file or the whole key, never a half-written one."""
     path = state_root() / "skills-seal.key"
     path.parent.mkdir(parents=True, exist_ok=True)
+    if not os.path.lexists(path):
+        with tempfile.NamedTemporaryFile(dir=path.parent, prefix=".skills-seal-", delete=True) as new:
+            new.write(os.urandom(32).hex().encode())  # mode 0600: NamedTemporaryFile's own
+            new.flush()
+            with contextlib.suppress(FileExistsError):  # another run's key is in place: it wins
+                os.link(new.name, path)
     try:
-        descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
-    except FileExistsError:
-        try:
-            key = read_beneath(path.parent, path.name, 1024)
-        except UnsafeHostFile as exc:
-            raise TaskError(f"{path}: {exc}") from None
-        if len(key) < 32:
-            raise TaskError(f"{path} holds no usable key (under 32 bytes): remove it to make a new one") from None
-        return key
-    with os.fdopen(descriptor, "wb") as out:
-        key = os.urandom(32).hex().encode()
-        out.write(key)
+        key = read_beneath(path.parent, path.name, 1024)
+    except UnsafeHostFile as exc:
+        raise TaskError(f"{path}: {exc}") from None
+    if len(key) < 32:
+        raise TaskError(f"{path} holds no usable key (under 32 bytes): remove it to make a new one")
     return key
 
 
