@@ -14,10 +14,11 @@ import sys
 from types import FrameType
 from typing import Any
 
+import phonenumbers
 import pytest
 
 from gateway.pii.detectors import PatternDetector
-from mcpexec.api.pii import BUILTIN_ENTITIES
+from mcpexec.api.pii import BUILTIN_ENTITIES, DEFAULT_PHONE_REGIONS
 
 DETECTOR = PatternDetector(BUILTIN_ENTITIES)
 HALF = 16 * 1024
@@ -35,7 +36,7 @@ CRAFTED = [
 ]  # fmt: skip
 
 
-def _calls(text: str) -> int:
+def _calls(text: str, detector: PatternDetector = DETECTOR) -> int:
     calls = 0
 
     def count(_frame: FrameType, _event: str, _arg: Any) -> None:
@@ -44,7 +45,7 @@ def _calls(text: str) -> int:
 
     sys.setprofile(count)
     try:
-        DETECTOR.detect(text)
+        detector.detect(text)
     finally:
         sys.setprofile(None)
     return calls
@@ -71,7 +72,20 @@ def test_one_long_candidate_costs_linear_work(head: str, unit: str, tail: str) -
     _assert_linear(head + _repeated(unit, HALF) + tail, head + _repeated(unit, 2 * HALF) + tail)
 
 
-def _assert_linear(half_text: str, full_text: str) -> None:
-    half, full = _calls(half_text), _calls(full_text)
+_EXTRA_REGIONS = sorted(phonenumbers.SUPPORTED_REGIONS - set(DEFAULT_PHONE_REGIONS))
+
+
+@pytest.mark.parametrize("extra", [16, 64, len(_EXTRA_REGIONS)])
+def test_regions_a_task_adds_do_not_raise_the_work_per_character(extra: int) -> None:
+    """Tasks and servers add phone regions: whatever they add, the worst shape found stays linear and within the same
+    bound per character (the regions' metadata is compiled once, outside the count)."""
+    detector = PatternDetector(BUILTIN_ENTITIES, [*DEFAULT_PHONE_REGIONS, *_EXTRA_REGIONS[:extra]])
+    unit = "12 34-56.78/90(12)34 "
+    detector.detect(_repeated(unit, 64))
+    _assert_linear(_repeated(unit, HALF), _repeated(unit, 2 * HALF), detector)
+
+
+def _assert_linear(half_text: str, full_text: str, detector: PatternDetector = DETECTOR) -> None:
+    half, full = _calls(half_text, detector), _calls(full_text, detector)
     assert full <= 2.5 * half + 100, (half, full)
     assert full <= MOST_CALLS_PER_CHARACTER * len(full_text), full
