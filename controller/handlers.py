@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import threading
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -16,19 +17,41 @@ import kopf
 from prometheus_client import start_http_server
 from pydantic import ValidationError
 
-from controller import manifests
+from controller import claims, manifests, pools
 from controller import status as task_status
 from controller.kube import Cluster, api_client
-from controller.metrics import RECONCILE_ERRORS, RECONCILE_SECONDS, RECONCILES, STATUS_SYNCS, TASK_PHASES
+from controller.metrics import (
+    POOL_EVENTS,
+    POOL_SANDBOXES,
+    RECONCILE_ERRORS,
+    RECONCILE_SECONDS,
+    RECONCILES,
+    STATUS_SYNCS,
+    TASK_PHASES,
+    observe_claim,
+)
 from controller.naming import child_name
 from controller.settings import OperatorSettings
 from mcpexec.api.agenttask import AgentTaskSpec, Phase
 from mcpexec.api.conditions import condition, now
-from mcpexec.api.meta import AGENTTASK_PLURAL, GROUP, MANAGED_LABELS, TASK_LABEL, VERSION
+from mcpexec.api.meta import (
+    AGENTTASK_PLURAL,
+    GROUP,
+    MANAGED_LABELS,
+    POOL_LABEL,
+    SANDBOXPOOL_PLURAL,
+    TASK_LABEL,
+    VERSION,
+)
+from mcpexec.api.sandboxpool import Claim, LaunchType, SandboxPool, WhenEmpty, pooled_spec, template_hash, widening
 
 TASKS = (GROUP, VERSION, AGENTTASK_PLURAL)
+POOLS = (GROUP, VERSION, SANDBOXPOOL_PLURAL)
 CHILD_LABELS: dict[str, Any] = {**MANAGED_LABELS, TASK_LABEL: kopf.PRESENT}
+POOL_POD_LABELS: dict[str, Any] = {**MANAGED_LABELS, POOL_LABEL: kopf.PRESENT}
 PREREQUISITE_RETRY_SECONDS = 5
+# A task waiting for a pool's idle sandbox (whenEmpty: Wait) looks again this often.
+POOL_WAIT_RETRY_SECONDS = 1
 HANDLER_THREADS = 16
 logger = logging.getLogger(__name__)
 _metrics_started: set[int] = set()
@@ -42,6 +65,7 @@ def configure(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) -> Non
     settings.execution.max_workers = HANDLER_THREADS
     memo.settings = OperatorSettings()
     memo.cluster = Cluster(api_client(pool_size=HANDLER_THREADS + 4))
+    memo.pool_locks = {}
     port = memo.settings.metrics_port
     if port and port not in _metrics_started:
         start_http_server(port)
@@ -58,7 +82,15 @@ def _write(memo: kopf.Memo, namespace: str, name: str, observed: task_status.Sta
     memo.cluster.update_task_status(namespace, name, lambda current: task_status.merge(current, observed))
 
 
-def _refuse(memo: kopf.Memo, namespace: str, name: str, reason: str, message: str, final: bool) -> None:
+def _refuse(
+    memo: kopf.Memo,
+    namespace: str,
+    name: str,
+    reason: str,
+    message: str,
+    final: bool,
+    retry_seconds: float = PREREQUISITE_RETRY_SECONDS,
+) -> None:
     """Record why the task cannot run; a final refusal fails it, otherwise it waits for a retry."""
     phase = Phase.FAILED if final else Phase.PENDING
     conditions = [condition("Accepted", False, reason, message)]
@@ -69,7 +101,7 @@ def _refuse(memo: kopf.Memo, namespace: str, name: str, reason: str, message: st
         observed["completionTime"] = now()
     _write(memo, namespace, name, observed)
     if not final:
-        raise kopf.TemporaryError(message, delay=PREREQUISITE_RETRY_SECONDS)
+        raise kopf.TemporaryError(message, delay=retry_seconds)
 
 
 def _past_deadline(body: kopf.Body, spec: AgentTaskSpec) -> bool:
@@ -105,48 +137,142 @@ def reconcile(body: kopf.Body, name: str, namespace: str | None, uid: str, memo:
             message = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
             _refuse(memo, namespace, name, "InvalidSpec", message, final=True)
             return
-        settings: OperatorSettings = memo.settings
-        cluster: Cluster = memo.cluster
+        task = manifests.TaskRef(name=name, namespace=namespace, uid=uid)
         try:
-            missing = _missing_prerequisite(cluster, namespace, spec)
-            if missing is not None:
-                # Waited for (GitOps may apply them after the task) until the task's own deadline.
-                _refuse(memo, namespace, name, *missing, final=_past_deadline(body, spec))
-                RECONCILES.labels(outcome="refused").inc()
-                return
-            task = manifests.TaskRef(name=name, namespace=namespace, uid=uid)
-            if spec.skills is not None:
-                cluster.ensure(manifests.skills_claim(namespace, spec.skills), owner_uid=None)
-            cluster.ensure(manifests.service_account(task), uid)
-            cluster.ensure(manifests.task_config(task, spec), uid)
-            cluster.ensure(manifests.network_policy(task, settings), uid)
-            cluster.ensure(manifests.job(task, spec, settings), uid)
+            if spec.pool_ref is None:
+                _run_cold(memo, body, task, spec, None)
+            else:
+                _run_pooled(memo, body, task, spec)
         except kopf.TemporaryError:
             RECONCILES.labels(outcome="waiting").inc()
             raise
         except Exception as exc:
             RECONCILE_ERRORS.labels(error=type(exc).__name__).inc()
             raise
+
+
+def _accepted(
+    body: kopf.Body, spec: AgentTaskSpec, launch: LaunchType, reason: str, message: str
+) -> task_status.Status:
+    return {
+        "phase": Phase.PENDING.value,
+        "mode": spec.mode,
+        "launchType": launch.value,
+        "observedGeneration": body["metadata"].get("generation", 1),
+        "conditions": [condition("Accepted", True, reason, message)],
+    }
+
+
+def _run_cold(
+    memo: kopf.Memo, body: kopf.Body, task: manifests.TaskRef, spec: AgentTaskSpec, claim: Claim | None
+) -> None:
+    """A Job of the task's own (a pooled task's has the pool's sandbox, and its claim is written first: the gateway
+    bounds the task by the pool's policy before its code can start)."""
+    settings: OperatorSettings = memo.settings
+    cluster: Cluster = memo.cluster
+    missing = _missing_prerequisite(cluster, task.namespace, spec)
+    if missing is not None:
+        # Waited for (GitOps may apply them after the task) until the task's own deadline.
+        _refuse(memo, task.namespace, task.name, *missing, final=_past_deadline(body, spec))
+        RECONCILES.labels(outcome="refused").inc()
+        return
+    if claim is not None:
         _write(
-            memo,
-            namespace,
-            name,
-            {
-                "phase": Phase.PENDING.value,
-                "mode": spec.mode,
-                "jobName": child_name(name),
-                "observedGeneration": body["metadata"].get("generation", 1),
-                "conditions": [condition("Accepted", True, "JobCreated", "sandboxed Job created")],
-            },
+            memo, task.namespace, task.name, {"claim": claim.model_dump(mode="json", by_alias=True, exclude_none=True)}
         )
-        RECONCILES.labels(outcome="created").inc()
+    if spec.skills is not None:
+        cluster.ensure(manifests.skills_claim(task.namespace, spec.skills), owner_uid=None)
+    cluster.ensure(manifests.service_account(task), task.uid)
+    cluster.ensure(manifests.task_config(task, spec), task.uid)
+    cluster.ensure(manifests.network_policy(task, settings), task.uid)
+    cluster.ensure(manifests.job(task, spec, settings), task.uid)
+    observed = _accepted(body, spec, LaunchType.COLD, "JobCreated", "sandboxed Job created")
+    _write(memo, task.namespace, task.name, observed | {"jobName": child_name(task.name)})
+    observe_claim(body["metadata"]["creationTimestamp"], LaunchType.COLD.value)
+    RECONCILES.labels(outcome="created").inc()
+
+
+def _run_pooled(memo: kopf.Memo, body: kopf.Body, task: manifests.TaskRef, spec: AgentTaskSpec) -> None:
+    """Claim an idle sandbox of the task's pool; none ready: a cold Job, or wait, as the pool says."""
+    assert spec.pool_ref is not None
+    cluster: Cluster = memo.cluster
+    document = cluster.read_pool(task.namespace, spec.pool_ref.name)
+    if document is None or document["metadata"].get("deletionTimestamp"):
+        message = f"SandboxPool {spec.pool_ref.name!r} not found in namespace {task.namespace}"
+        _refuse(memo, task.namespace, task.name, "SandboxPoolNotFound", message, final=_past_deadline(body, spec))
+        RECONCILES.labels(outcome="refused").inc()
+        return
+    try:
+        pool = SandboxPool.model_validate(document)
+    except ValidationError:
+        message = f"SandboxPool {spec.pool_ref.name!r} is invalid (see its Ready condition)"
+        _refuse(memo, task.namespace, task.name, "SandboxPoolInvalid", message, final=_past_deadline(body, spec))
+        return
+    template = pool.spec.template
+    wider = widening(template, spec)
+    if wider:
+        _refuse(memo, task.namespace, task.name, "PolicyWidened", "; ".join(wider), final=True)
+        RECONCILES.labels(outcome="invalid").inc()
+        return
+    ceiling = Claim(pool=pool.metadata.name, policy=template.policy())
+    missing = cluster.missing_mcp_servers(task.namespace, spec.mcp_servers) if spec.mcp_servers else []
+    if missing:
+        message = f"MCPServer(s) not found in namespace {task.namespace}: {', '.join(missing)}"
+        _refuse(memo, task.namespace, task.name, "MCPServerNotFound", message, final=_past_deadline(body, spec))
+        return
+    pod = claims.claimed_by(cluster, task) or claims.claim(
+        cluster, pool.metadata.name, template_hash(template), task, spec.timeout_seconds
+    )
+    if pod is not None:
+        _claimed(memo, body, task, spec, ceiling, pod)
+        return
+    if pool.spec.when_empty is WhenEmpty.WAIT:
+        message = f"no idle sandbox in SandboxPool {pool.metadata.name!r}; waiting for one (whenEmpty: Wait)"
+        final = _past_deadline(body, spec)
+        _refuse(
+            memo, task.namespace, task.name, "PoolEmpty", message, final=final, retry_seconds=POOL_WAIT_RETRY_SECONDS
+        )
+        return
+    _run_cold(memo, body, task, pooled_spec(template, spec), ceiling)
+
+
+def _claimed(
+    memo: kopf.Memo, body: kopf.Body, task: manifests.TaskRef, spec: AgentTaskSpec, ceiling: Claim, pod: dict[str, Any]
+) -> None:
+    """Record the claim in the task's status (what the gateway trusts), and the task's own NetworkPolicy (it
+    selects the pod by the task's labels, so the pod stays confined when the pool and its policy are gone)."""
+    cluster: Cluster = memo.cluster
+    cluster.ensure(manifests.network_policy(task, memo.settings), task.uid)
+    meta = pod["metadata"]
+    claim = ceiling.model_copy(update={"pod_name": meta["name"], "pod_uid": meta["uid"]})
+    message = f"claimed sandbox {meta['name']} of SandboxPool {ceiling.pool}"
+    observed = _accepted(body, spec, LaunchType.WARM, "SandboxClaimed", message) | {
+        "podName": meta["name"],
+        "startTime": now(),
+        "claim": claim.model_dump(mode="json", by_alias=True, exclude_none=True),
+    }
+    _write(memo, task.namespace, task.name, observed)
+    cluster.record_event(dict(body), "Claimed", message)
+    observe_claim(body["metadata"]["creationTimestamp"], LaunchType.WARM.value)
+    POOL_EVENTS.labels(event="claimed").inc()
+    RECONCILES.labels(outcome="claimed").inc()
 
 
 def sync_status(memo: kopf.Memo, namespace: str, task_name: str) -> None:
-    """Fold the Job's and its pod's state into the task's status (only for the Job this task owns)."""
+    """Fold the Job's and its pod's state into the task's status (only for the Job this task owns), or the state of
+    the pool sandbox it claimed."""
     cluster: Cluster = memo.cluster
     task = cluster.read_task(namespace, task_name)
     if task is None:
+        return
+    claim = (task.get("status") or {}).get("claim") or {}
+    if claim.get("podName"):
+        pod = cluster.read_pod(namespace, claim["podName"])
+        if pod is not None and pod["metadata"]["uid"] != claim.get("podUID"):
+            pod = None
+        observed = task_status.observe_sandbox(pod)
+        if cluster.update_task_status(namespace, task_name, lambda cur: task_status.merge(cur, observed)) is not None:
+            STATUS_SYNCS.inc()
         return
     job, pods = cluster.job_and_pods(namespace, child_name(task_name))
     if job is None:
@@ -182,7 +308,7 @@ def _sweep(memo: kopf.Memo) -> None:
         meta, status = task["metadata"], task.get("status") or {}
         phase = status.get("phase")
         if not (phase and Phase(phase).finished):
-            if status.get("jobName"):
+            if status.get("jobName") or (status.get("claim") or {}).get("podName"):
                 sync_status(memo, meta["namespace"], meta["name"])
             continue
         ttl = (task.get("spec") or {}).get("ttlSecondsAfterFinished")
@@ -193,13 +319,57 @@ def _sweep(memo: kopf.Memo) -> None:
             cluster.delete_task(meta["namespace"], meta["name"])
 
 
+def _sweep_pools(memo: kopf.Memo) -> None:
+    """Reconcile every pool (a net for missed pod events: an idle pod that died unseen is replaced)."""
+    for pool in memo.cluster.list_pools():
+        _reconcile_pool(memo, pool["metadata"]["namespace"], pool["metadata"]["name"])
+
+
 async def _sweeper(memo: kopf.Memo, interval: float) -> None:
     while True:
         await asyncio.sleep(interval)
         try:
             await asyncio.to_thread(_sweep, memo)
+            await asyncio.to_thread(_sweep_pools, memo)
         except Exception:  # the next sweep tries again; one bad round must not stop the loop
             logger.exception("sweep failed")
+
+
+def _reconcile_pool(memo: kopf.Memo, namespace: str, name: str) -> None:
+    """One pool's reconcile at a time (pod events and the pool's own handlers race otherwise, and overshoot)."""
+    with memo.pool_locks.setdefault((namespace, name), threading.Lock()):
+        cluster: Cluster = memo.cluster
+        document = cluster.read_pool(namespace, name)
+        if document is None:
+            POOL_SANDBOXES.observe(namespace, name, None)
+            return
+        pools.reconcile(cluster, memo.settings, document)
+
+
+@kopf.on.resume(*POOLS, id="pool-resume")
+@kopf.on.create(*POOLS, id="pool")
+@kopf.on.update(*POOLS, id="pool-update", field="spec")
+def pool_changed(name: str, namespace: str | None, memo: kopf.Memo, **_: Any) -> None:
+    assert namespace is not None, "SandboxPool is namespaced"
+    _reconcile_pool(memo, namespace, name)
+
+
+@kopf.on.event("", "v1", "pods", labels=POOL_POD_LABELS)
+def pool_pod_changed(body: kopf.Body, memo: kopf.Memo, **_: Any) -> None:
+    meta = body["metadata"]
+    _reconcile_pool(memo, meta["namespace"], meta["labels"][POOL_LABEL])
+
+
+@kopf.on.delete(*POOLS, id="pool-delete")
+def pool_deleted(name: str, namespace: str | None, memo: kopf.Memo, **_: Any) -> None:
+    """Idle sandboxes go at once; the pool itself (its ServiceAccount, which its claimed sandboxes' tokens name)
+    only when no claimed sandbox runs a task any more."""
+    assert namespace is not None, "SandboxPool is namespaced"
+    _reconcile_pool(memo, namespace, name)
+    running = pools.claimed_running(memo.cluster, namespace, name)
+    if running:
+        raise kopf.TemporaryError(f"waiting for {running} claimed sandbox(es) to finish their tasks", delay=5)
+    POOL_SANDBOXES.observe(namespace, name, None)
 
 
 @kopf.on.startup()

@@ -15,8 +15,10 @@ from kubernetes.client.exceptions import ApiException
 
 from controller import status as task_status
 from controller.manifests import Manifest
+from controller.metrics import observe_start
 from mcpexec.api.agenttask import Phase
-from mcpexec.api.meta import AGENTTASK_PLURAL, GROUP, VERSION
+from mcpexec.api.meta import AGENTTASK_PLURAL, GROUP, SANDBOXPOOL_PLURAL, VERSION
+from mcpexec.api.sandboxpool import LaunchType
 
 log = logging.getLogger(__name__)
 
@@ -169,20 +171,27 @@ class Cluster:
         phase = Phase(status["phase"])
         conditions = {c["type"]: c for c in status.get("conditions") or []}
         latest = conditions.get("Finished") or conditions.get("Accepted") or {}
-        meta = task["metadata"]
+        message = latest.get("message") or f"task is {phase.value}"
+        self.record_event(task, phase.value, message, warning=phase in (Phase.FAILED, Phase.TIMED_OUT))
+        if phase is Phase.RUNNING:
+            observe_start(task["metadata"]["creationTimestamp"], status.get("launchType") or LaunchType.COLD.value)
+
+    def record_event(self, obj: dict[str, Any], reason: str, message: str, warning: bool = False) -> None:
+        """A Kubernetes Event about one of our resources (an AgentTask, a SandboxPool), for `kubectl describe`."""
+        meta = obj["metadata"]
         stamp = datetime.now(UTC)
         event = client.CoreV1Event(
             metadata=client.V1ObjectMeta(generate_name=f"{meta['name']}.", namespace=meta["namespace"]),
             involved_object=client.V1ObjectReference(
-                api_version=task["apiVersion"],
-                kind="AgentTask",
+                api_version=obj["apiVersion"],
+                kind=obj["kind"],
                 name=meta["name"],
                 namespace=meta["namespace"],
                 uid=meta["uid"],
             ),
-            reason=phase.value,
-            message=latest.get("message") or f"task is {phase.value}",
-            type="Warning" if phase in (Phase.FAILED, Phase.TIMED_OUT) else "Normal",
+            reason=reason,
+            message=message,
+            type="Warning" if warning else "Normal",
             source=client.V1EventSource(component="mcpexec-operator"),
             first_timestamp=stamp,
             last_timestamp=stamp,
@@ -192,6 +201,68 @@ class Cluster:
             self.core.create_namespaced_event(meta["namespace"], event)
         except ApiException as exc:  # an event is a courtesy; the status already holds the truth
             log.warning("could not record event for %s/%s: %s", meta["namespace"], meta["name"], exc.status)
+
+    def read_pool(self, namespace: str, name: str) -> dict[str, Any] | None:
+        try:
+            found = cast(
+                dict[str, Any],
+                self.custom.get_namespaced_custom_object(GROUP, VERSION, namespace, SANDBOXPOOL_PLURAL, name),
+            )
+        except ApiException as exc:
+            if exc.status == 404:
+                return None
+            raise
+        return found
+
+    def list_pools(self) -> list[dict[str, Any]]:
+        listed = cast(dict[str, Any], self.custom.list_cluster_custom_object(GROUP, VERSION, SANDBOXPOOL_PLURAL))
+        return list(listed.get("items", []))
+
+    def patch_pool_status(self, namespace: str, name: str, status: dict[str, Any]) -> None:
+        try:
+            self.custom.patch_namespaced_custom_object_status(
+                GROUP, VERSION, namespace, SANDBOXPOOL_PLURAL, name, {"status": status}
+            )
+        except ApiException as exc:
+            if exc.status != 404:  # deleted meanwhile: nothing to report on
+                raise
+
+    def pods(self, namespace: str, selector: str) -> list[dict[str, Any]]:
+        return [self.to_dict(p) for p in self.core.list_namespaced_pod(namespace, label_selector=selector).items]
+
+    def read_pod(self, namespace: str, name: str) -> dict[str, Any] | None:
+        try:
+            return self.to_dict(self.core.read_namespaced_pod(name, namespace))
+        except ApiException as exc:
+            if exc.status == 404:
+                return None
+            raise
+
+    def create_pod(self, manifest: Manifest) -> dict[str, Any]:
+        create: Callable[..., Any] = self.core.create_namespaced_pod  # takes the plain manifest, as ensure() does
+        return self.to_dict(create(manifest["metadata"]["namespace"], manifest))
+
+    def delete_pod(self, namespace: str, name: str) -> None:
+        try:
+            self.core.delete_namespaced_pod(name, namespace)
+        except ApiException as exc:
+            if exc.status != 404:
+                raise
+
+    def patch_pod_if_unchanged(self, pod: dict[str, Any], patch: dict[str, Any]) -> dict[str, Any] | None:
+        """A merge patch that applies only to the pod as it was read (its resourceVersion): None when it changed
+        meanwhile (another claim took it) or is gone, so two tasks can never claim the same pod."""
+        meta = pod["metadata"]
+        body = {**patch, "metadata": {**patch.get("metadata", {}), "resourceVersion": meta["resourceVersion"]}}
+        try:
+            answer = self.core.patch_namespaced_pod(
+                meta["name"], meta["namespace"], body, _content_type="application/merge-patch+json"
+            )
+            return self.to_dict(answer)
+        except ApiException as exc:
+            if exc.status in (404, 409):
+                return None
+            raise
 
     def delete_task(self, namespace: str, name: str) -> None:
         try:

@@ -10,13 +10,25 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from controller.naming import child_name, task_labels
+from controller.naming import child_name, idle_pod_labels, pool_child_name, pool_labels, task_labels
 from controller.settings import OperatorSettings
-from mcpexec.api.agenttask import SCRATCH_SKILLS_SIZE, AgentTaskSpec, SkillsSpec, runtime_task_config
+from mcpexec.api.agenttask import AgentTaskSpec, runtime_task_config
 from mcpexec.api.meta import API_VERSION, SKILLS_OWNER_LABEL
+from mcpexec.api.sandbox import SCRATCH_SKILLS_SIZE, SandboxTemplate, SkillsSpec
 from runtime import contract
 
 Manifest = dict[str, Any]
+
+
+def _owner_reference(kind: str, name: str, uid: str) -> Manifest:
+    return {
+        "apiVersion": API_VERSION,
+        "kind": kind,
+        "name": name,
+        "uid": uid,
+        "controller": True,
+        "blockOwnerDeletion": True,
+    }
 
 
 @dataclass(frozen=True)
@@ -28,14 +40,7 @@ class TaskRef:
     uid: str
 
     def owner_reference(self) -> Manifest:
-        return {
-            "apiVersion": API_VERSION,
-            "kind": "AgentTask",
-            "name": self.name,
-            "uid": self.uid,
-            "controller": True,
-            "blockOwnerDeletion": True,
-        }
+        return _owner_reference("AgentTask", self.name, self.uid)
 
     def metadata(self) -> Manifest:
         return {
@@ -46,12 +51,32 @@ class TaskRef:
         }
 
 
-def service_account(task: TaskRef) -> Manifest:
-    """The task's identity towards the gateway; it never gets an API token mounted."""
+@dataclass(frozen=True)
+class PoolRef:
+    """The identity of the SandboxPool that owns its idle sandboxes, ServiceAccount and NetworkPolicy."""
+
+    name: str
+    namespace: str
+    uid: str
+
+    def owner_reference(self) -> Manifest:
+        return _owner_reference("SandboxPool", self.name, self.uid)
+
+    def metadata(self) -> Manifest:
+        return {
+            "name": pool_child_name(self.name),
+            "namespace": self.namespace,
+            "labels": pool_labels(self.name),
+            "ownerReferences": [self.owner_reference()],
+        }
+
+
+def service_account(owner: TaskRef | PoolRef) -> Manifest:
+    """A task's (or a pool's sandboxes') identity towards the gateway; it never gets an API token mounted."""
     return {
         "apiVersion": "v1",
         "kind": "ServiceAccount",
-        "metadata": task.metadata(),
+        "metadata": owner.metadata(),
         "automountServiceAccountToken": False,
     }
 
@@ -67,15 +92,17 @@ def task_config(task: TaskRef, spec: AgentTaskSpec) -> Manifest:
     }
 
 
-def network_policy(task: TaskRef, settings: OperatorSettings) -> Manifest:
-    """No ingress at all; egress only to the gateway's pods and to cluster DNS (settings.dns_peers)."""
+def network_policy(owner: TaskRef | PoolRef, settings: OperatorSettings) -> Manifest:
+    """No ingress at all; egress only to the gateway's pods and to cluster DNS (settings.dns_peers). A pool's selects
+    its sandboxes, idle or claimed; a task's its Job's pod, or the pool sandbox it claimed."""
+    selected = task_labels(owner.name) if isinstance(owner, TaskRef) else pool_labels(owner.name)
     dns_ports = [{"protocol": "UDP", "port": 53}, {"protocol": "TCP", "port": 53}]
     return {
         "apiVersion": "networking.k8s.io/v1",
         "kind": "NetworkPolicy",
-        "metadata": task.metadata(),
+        "metadata": owner.metadata(),
         "spec": {
-            "podSelector": {"matchLabels": task_labels(task.name)},
+            "podSelector": {"matchLabels": selected},
             "policyTypes": ["Ingress", "Egress"],
             "ingress": [],
             "egress": [
@@ -116,27 +143,26 @@ def skills_claim(namespace: str, skills: SkillsSpec) -> Manifest:
     }
 
 
-def _resources(spec: AgentTaskSpec) -> Manifest:
+def _resources(template: SandboxTemplate) -> Manifest:
     return {
-        part: {k: v for k, v in getattr(spec.resources, part).model_dump().items() if v is not None}
+        part: {k: v for k, v in getattr(template.resources, part).model_dump().items() if v is not None}
         for part in ("requests", "limits")
     }
 
 
-def _volumes(task: TaskRef, spec: AgentTaskSpec, settings: OperatorSettings) -> list[Manifest]:
+def _volumes(template: SandboxTemplate, settings: OperatorSettings) -> list[Manifest]:
     skills: Manifest
-    if spec.skills is None:
+    if template.skills is None:
         skills = {"name": "skills", "emptyDir": {"sizeLimit": SCRATCH_SKILLS_SIZE}}
     else:
         skills = {
             "name": "skills",
-            "persistentVolumeClaim": {"claimName": spec.skills.claim_name, "readOnly": spec.skills.read_only},
+            "persistentVolumeClaim": {"claimName": template.skills.claim_name, "readOnly": template.skills.read_only},
         }
     return [
         {"name": "workspace", "emptyDir": {"sizeLimit": settings.workspace_size}},
         {"name": "tmp", "emptyDir": {"medium": "Memory", "sizeLimit": "64Mi"}},
         skills,
-        {"name": "task", "configMap": {"name": child_name(task.name)}},
         {
             "name": "gateway-token",
             "projected": {
@@ -154,8 +180,11 @@ def _volumes(task: TaskRef, spec: AgentTaskSpec, settings: OperatorSettings) -> 
     ]
 
 
-def job(task: TaskRef, spec: AgentTaskSpec, settings: OperatorSettings) -> Manifest:
-    """The sandboxed Job: one pod, no retries (tool calls may have side effects), a hard deadline."""
+def _sandbox_pod_spec(
+    template: SandboxTemplate, service_account: str, settings: OperatorSettings, task_config: str | None
+) -> Manifest:
+    """A sandbox's pod: gVisor, non-root, read-only root, no capabilities, no API token, egress by NetworkPolicy.
+    With `task_config` (a ConfigMap's name) it runs that task; without, it waits for the gateway to assign one."""
     security_context = {
         "runAsNonRoot": True,
         "runAsUser": contract.SANDBOX_UID,
@@ -166,32 +195,58 @@ def job(task: TaskRef, spec: AgentTaskSpec, settings: OperatorSettings) -> Manif
         "capabilities": {"drop": ["ALL"]},
         "seccompProfile": {"type": "RuntimeDefault"},
     }
-    skills_read_only = spec.skills is not None and spec.skills.read_only
+    skills_read_only = template.skills is not None and template.skills.read_only
     environment = contract.sandbox_environment(
         gateway_url=settings.gateway_url,
         result_file=contract.TERMINATION_LOG,
         tmpdir=contract.CLUSTER_TMP,
         token_file=contract.TOKEN_FILE,
     )
+    mounts = [
+        {"name": "workspace", "mountPath": contract.WORKSPACE},
+        {"name": "tmp", "mountPath": contract.CLUSTER_TMP},
+        {"name": "skills", "mountPath": contract.SKILLS, "readOnly": skills_read_only},
+        {"name": "gateway-token", "mountPath": contract.TOKEN_DIR, "readOnly": True},
+    ]
+    volumes = _volumes(template, settings)
+    if task_config is None:
+        environment[contract.AWAIT_ASSIGNMENT_ENV] = "1"
+    else:
+        mounts.append({"name": "task", "mountPath": contract.TASK_DIR, "readOnly": True})
+        volumes.append({"name": "task", "configMap": {"name": task_config}})
     container = {
         "name": "runtime",
         "image": settings.runtime_image,
         "imagePullPolicy": settings.image_pull_policy,
         "command": ["python3", "-m", "runtime"],
         "env": [{"name": name, "value": value} for name, value in environment.items()],
-        "resources": _resources(spec),
+        "resources": _resources(template),
         "securityContext": security_context,
         "terminationMessagePath": contract.TERMINATION_LOG,
         "terminationMessagePolicy": "File",
-        "volumeMounts": [
-            {"name": "workspace", "mountPath": contract.WORKSPACE},
-            {"name": "tmp", "mountPath": contract.CLUSTER_TMP},
-            {"name": "skills", "mountPath": contract.SKILLS, "readOnly": skills_read_only},
-            {"name": "task", "mountPath": contract.TASK_DIR, "readOnly": True},
-            {"name": "gateway-token", "mountPath": contract.TOKEN_DIR, "readOnly": True},
-        ],
+        "volumeMounts": mounts,
     }
-    labels = task_labels(task.name)
+    return {
+        "serviceAccountName": service_account,
+        "automountServiceAccountToken": False,
+        "enableServiceLinks": False,
+        "runtimeClassName": template.runtime_class_name,
+        "restartPolicy": "Never",
+        "securityContext": {
+            "runAsNonRoot": True,
+            "runAsUser": contract.SANDBOX_UID,
+            "runAsGroup": contract.SANDBOX_UID,
+            "fsGroup": contract.SANDBOX_UID,
+            "seccompProfile": {"type": "RuntimeDefault"},
+        },
+        "imagePullSecrets": [{"name": name} for name in settings.image_pull_secrets],
+        "containers": [container],
+        "volumes": volumes,
+    }
+
+
+def job(task: TaskRef, spec: AgentTaskSpec, settings: OperatorSettings) -> Manifest:
+    """The sandboxed Job: one pod, no retries (tool calls may have side effects), a hard deadline."""
     return {
         "apiVersion": "batch/v1",
         "kind": "Job",
@@ -200,24 +255,23 @@ def job(task: TaskRef, spec: AgentTaskSpec, settings: OperatorSettings) -> Manif
             "backoffLimit": 0,
             "activeDeadlineSeconds": spec.timeout_seconds,
             "template": {
-                "metadata": {"labels": labels},
-                "spec": {
-                    "serviceAccountName": child_name(task.name),
-                    "automountServiceAccountToken": False,
-                    "enableServiceLinks": False,
-                    "runtimeClassName": spec.runtime_class_name,
-                    "restartPolicy": "Never",
-                    "securityContext": {
-                        "runAsNonRoot": True,
-                        "runAsUser": contract.SANDBOX_UID,
-                        "runAsGroup": contract.SANDBOX_UID,
-                        "fsGroup": contract.SANDBOX_UID,
-                        "seccompProfile": {"type": "RuntimeDefault"},
-                    },
-                    "imagePullSecrets": [{"name": name} for name in settings.image_pull_secrets],
-                    "containers": [container],
-                    "volumes": _volumes(task, spec, settings),
-                },
+                "metadata": {"labels": task_labels(task.name)},
+                "spec": _sandbox_pod_spec(spec, child_name(task.name), settings, child_name(task.name)),
             },
         },
+    }
+
+
+def idle_sandbox(pool: PoolRef, template: SandboxTemplate, template_hash: str, settings: OperatorSettings) -> Manifest:
+    """One of a pool's warm sandboxes: a task pod that has no task yet (it asks the gateway for one)."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "generateName": f"{pool_child_name(pool.name)}-",
+            "namespace": pool.namespace,
+            "labels": idle_pod_labels(pool.name, template_hash),
+            "ownerReferences": [pool.owner_reference()],
+        },
+        "spec": _sandbox_pod_spec(template, pool_child_name(pool.name), settings, task_config=None),
     }

@@ -1,12 +1,12 @@
-"""Deterministic names and labels of everything the operator creates for a task.
+"""Deterministic names and labels of everything the operator creates for a task or a pool.
 
 Re-running a reconcile (after a crash, a restart, a retry) must find the same objects, never make new
-ones, so every name derives from the task's name alone.
+ones, so every name derives from the task's or pool's name alone (a pool's pods are its generateName's).
 """
 
 from __future__ import annotations
 
-from mcpexec.api.meta import MANAGED_LABELS, TASK_LABEL
+from mcpexec.api.meta import IDLE, MANAGED_LABELS, POOL_LABEL, SANDBOX_STATE_LABEL, TASK_LABEL, TEMPLATE_HASH_LABEL
 
 
 def child_name(task_name: str) -> str:
@@ -16,3 +16,22 @@ def child_name(task_name: str) -> str:
 
 def task_labels(task_name: str) -> dict[str, str]:
     return {**MANAGED_LABELS, "app.kubernetes.io/name": "mcpexec-task", TASK_LABEL: task_name}
+
+
+def pool_child_name(pool_name: str) -> str:
+    """The shared name of a pool's ServiceAccount and NetworkPolicy, and its pods' name prefix."""
+    return f"mcpexec-pool-{pool_name}"
+
+
+def pool_labels(pool_name: str) -> dict[str, str]:
+    """On all of a pool's objects; its NetworkPolicy selects its pods, idle or claimed, by them."""
+    return {**MANAGED_LABELS, "app.kubernetes.io/name": "mcpexec-sandbox", POOL_LABEL: pool_name}
+
+
+def idle_selector(pool_name: str) -> str:
+    """The label selector of a pool's idle sandboxes: what it scales."""
+    return f"{POOL_LABEL}={pool_name},{SANDBOX_STATE_LABEL}={IDLE}"
+
+
+def idle_pod_labels(pool_name: str, template_hash: str) -> dict[str, str]:
+    return {**pool_labels(pool_name), SANDBOX_STATE_LABEL: IDLE, TEMPLATE_HASH_LABEL: template_hash}

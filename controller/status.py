@@ -73,6 +73,33 @@ def _evicted(pods: list[dict[str, Any]]) -> str | None:
     return None
 
 
+def _finish(
+    status: Status, pods: list[dict[str, Any]], outcome: Status, at: str, failure: dict[str, Any] | None
+) -> None:
+    """A finished task's phase, time and condition: succeeded when `failure` is None, else failed or timed out (the
+    Job's Failed condition, or the pod's status: either has a reason and a message)."""
+    status["completionTime"] = at
+    if failure is None:
+        status["phase"] = Phase.SUCCEEDED.value
+        status["conditions"] = [condition("Finished", True, "Succeeded", "the task's code finished successfully")]
+        return
+    timed_out = failure.get("reason") == "DeadlineExceeded"
+    status["phase"] = (Phase.TIMED_OUT if timed_out else Phase.FAILED).value
+    message = outcome.pop("error", None) or _evicted(pods) or failure.get("message") or ""
+    terminated = _terminated(pods)
+    if not timed_out and terminated and terminated.get("exitCode") not in (None, 0):
+        message = message or f"runtime exited with code {terminated['exitCode']}"
+    status["conditions"] = [condition("Finished", True, "DeadlineExceeded" if timed_out else "Failed", message)]
+
+
+def _with_outcome(status: Status, outcome: Status) -> Status:
+    outcome.pop("error", None)
+    status.update(outcome)
+    if status.get("startTime") and status.get("completionTime"):
+        status["duration"] = duration(status["startTime"], status["completionTime"])
+    return status
+
+
 def observe(job: dict[str, Any], pods: list[dict[str, Any]]) -> Status:
     """The status a Job and its pods imply, before merging into the task's current status."""
     job_status = job.get("status") or {}
@@ -81,29 +108,39 @@ def observe(job: dict[str, Any], pods: list[dict[str, Any]]) -> Status:
         status["podName"] = pods[0]["metadata"]["name"]
     if job_status.get("startTime"):
         status["startTime"] = job_status["startTime"]
-    terminated = _terminated(pods)
-    outcome = _runtime_result(terminated)
+    outcome = _runtime_result(_terminated(pods))
     complete, failed = _job_condition(job, "Complete"), _job_condition(job, "Failed")
     if complete:
-        status["phase"] = Phase.SUCCEEDED.value
-        status["completionTime"] = job_status.get("completionTime") or complete.get("lastTransitionTime") or now()
-        status["conditions"] = [condition("Finished", True, "Succeeded", "the task's code finished successfully")]
+        at = job_status.get("completionTime") or complete.get("lastTransitionTime") or now()
+        _finish(status, pods, outcome, at, None)
     elif failed:
-        timed_out = failed.get("reason") == "DeadlineExceeded"
-        phase = Phase.TIMED_OUT if timed_out else Phase.FAILED
-        status["phase"] = phase.value
-        status["completionTime"] = failed.get("lastTransitionTime") or now()
-        message = outcome.pop("error", None) or _evicted(pods) or failed.get("message") or ""
-        if not timed_out and terminated and terminated.get("exitCode") not in (None, 0):
-            message = message or f"runtime exited with code {terminated['exitCode']}"
-        status["conditions"] = [condition("Finished", True, "DeadlineExceeded" if timed_out else "Failed", message)]
+        _finish(status, pods, outcome, failed.get("lastTransitionTime") or now(), failed)
     elif any(((p.get("status") or {}).get("phase") == "Running") for p in pods):
         status["phase"] = Phase.RUNNING.value
-    outcome.pop("error", None)
-    status.update(outcome)
-    if status.get("startTime") and status.get("completionTime"):
-        status["duration"] = duration(status["startTime"], status["completionTime"])
-    return status
+    return _with_outcome(status, outcome)
+
+
+def observe_sandbox(pod: dict[str, Any] | None) -> Status:
+    """The status a claimed pool sandbox implies: its pod's phase is the task's (the kubelet enforces the task's
+    deadline on the pod: activeDeadlineSeconds, set when it was claimed). A pod gone before it finished (deleted,
+    its node lost) fails the task: a claimed sandbox is never replaced, since the code may have had side effects."""
+    if pod is None:
+        gone = {"reason": "SandboxLost", "message": "the task's sandbox pod was deleted before the task finished"}
+        status: Status = {"phase": Phase.PENDING.value}
+        _finish(status, [], {}, now(), gone)
+        return status
+    pod_status = pod.get("status") or {}
+    status = {"podName": pod["metadata"]["name"], "phase": Phase.PENDING.value}
+    terminated = _terminated([pod])
+    outcome = _runtime_result(terminated)
+    finished_at = (terminated or {}).get("finishedAt") or now()
+    if pod_status.get("phase") == "Succeeded":
+        _finish(status, [pod], outcome, finished_at, None)
+    elif pod_status.get("phase") == "Failed":
+        _finish(status, [pod], outcome, finished_at, pod_status)
+    elif pod_status.get("phase") == "Running":
+        status["phase"] = Phase.RUNNING.value
+    return _with_outcome(status, outcome)
 
 
 def merge(current: Status, observed: Status) -> Status:

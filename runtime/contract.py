@@ -39,6 +39,10 @@ TASK_FILE_ENV = "MCPEXEC_TASK_FILE"
 RESULT_FILE_ENV = "MCPEXEC_RESULT_FILE"
 WORKSPACE_ENV = "MCPEXEC_WORKSPACE"
 SKILLS_ENV = "MCPEXEC_SKILLS"
+# Set in a SandboxPool's pods: no task file; the runtime starts, then asks the gateway for its task (ASSIGNMENT_PATH,
+# a long poll) until the operator claims the pod for one.
+AWAIT_ASSIGNMENT_ENV = "MCPEXEC_AWAIT_ASSIGNMENT"
+ASSIGNMENT_PATH = "/v1/assignment"
 
 # The termination result: {phase, result, error?, usage: {USAGE_FIELDS}}, at most this many bytes (the kubelet's
 # limit on a termination message).

@@ -15,6 +15,7 @@ VERSION = "v1alpha1"
 API_VERSION = f"{GROUP}/{VERSION}"
 AGENTTASK_PLURAL = "agenttasks"
 MCPSERVER_PLURAL = "mcpservers"
+SANDBOXPOOL_PLURAL = "sandboxpools"
 
 # The audience of the token a sandbox shows the gateway (projected in a cluster, minted locally).
 GATEWAY_AUDIENCE = "mcpexec-gateway"
@@ -24,6 +25,15 @@ MANAGED_BY = "mcpexec"
 MANAGED_LABELS = {"app.kubernetes.io/managed-by": MANAGED_BY}
 TASK_LABEL = f"{GROUP}/task"
 SKILLS_OWNER_LABEL = f"{GROUP}/skills-owner"
+# A SandboxPool's pods, ServiceAccount and NetworkPolicy carry POOL_LABEL; its pods also SANDBOX_STATE_LABEL (idle
+# until the operator claims one for a task: then claimed, with the task's TASK_LABEL) and the hash of the template
+# they were made from. The claim itself is the task's status (podName, podUID), which only the operator writes.
+POOL_LABEL = f"{GROUP}/pool"
+SANDBOX_STATE_LABEL = f"{GROUP}/sandbox-state"
+TEMPLATE_HASH_LABEL = f"{GROUP}/template-hash"
+IDLE, CLAIMED = "idle", "claimed"
+# A pool's children are named `mcpexec-pool-<pool>` and its pods `mcpexec-pool-<pool>-<5 random>`.
+MAX_POOL_NAME = 44
 
 DNS1123_LABEL = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
 # A Kubernetes quantity (the API server's own grammar, simplified to what users write).

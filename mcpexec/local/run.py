@@ -23,9 +23,10 @@ from gateway.local.in_process import LocalGateway
 from gateway.pii import presidio_detector
 from gateway.pii.protection import DEFAULT_MINIMUM, combine
 from gateway.settings import LLMUpstream
-from mcpexec.api.agenttask import SCRATCH_SKILLS_SIZE, AgentTask, Phase, runtime_task_config
+from mcpexec.api.agenttask import AgentTask, Phase, runtime_task_config
 from mcpexec.api.mcpserver import MCPServerSpec
 from mcpexec.api.result import RuntimeResult
+from mcpexec.api.sandbox import SCRATCH_SKILLS_SIZE
 from mcpexec.local.hostfs import UnsafeHostFile, read_beneath, sweep
 from mcpexec.local.run_pruning import prune_runs
 from mcpexec.local.sandbox.base import Completed, Sandbox, SandboxRun

@@ -132,5 +132,6 @@ def play_kubelet(pod: client.V1Pod, phase: str, exit_code: int | None = None, me
         "restartCount": 0,
         "state": state,
     }
-    body = {"status": {"phase": phase, "startTime": _now(), "containerStatuses": [container]}}
+    ready = {"type": "Ready", "status": "True" if phase == "Running" else "False", "lastTransitionTime": _now()}
+    body = {"status": {"phase": phase, "startTime": _now(), "containerStatuses": [container], "conditions": [ready]}}
     client.CoreV1Api().patch_namespaced_pod_status(pod.metadata.name, pod.metadata.namespace, body)

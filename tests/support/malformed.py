@@ -44,6 +44,17 @@ MALFORMED_TASKS: list[tuple[str, dict[str, Any], str]] = [
     ("skills size", agenttask("x", skills={"owner": "a", "size": "5Ti"}), "spec.skills.size must be a quantity"),
     ("unknown field", agenttask("x", retries=3), 'unknown field "spec.retries"'),
     ("name too long", {**agenttask("x"), "metadata": {"name": "a" * 49}}, "metadata.name"),
+    ("pool name", agenttask("x", poolRef={"name": "Fast Pool"}), "spec.poolRef.name"),
+    (
+        "pooled task names its own sandbox",
+        agenttask("x", poolRef={"name": "fast"}, runtimeClassName="gvisor"),
+        "a task with spec.poolRef runs in the pool's sandbox",
+    ),
+    (
+        "pooled task names its own resources",
+        agenttask("x", poolRef={"name": "fast"}, resources={"limits": {"cpu": "2"}}),
+        "a task with spec.poolRef runs in the pool's sandbox",
+    ),
     ("ttl negative", agenttask("x", ttlSecondsAfterFinished=-1), "spec.ttlSecondsAfterFinished"),
     # JSON types, as the API server checks them: no string or boolean stands in for a number.
     ("timeout as a string", agenttask("x", timeoutSeconds="60"), "must be of type integer"),

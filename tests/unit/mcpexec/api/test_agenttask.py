@@ -11,6 +11,7 @@ from pydantic import BaseModel, ValidationError
 
 from mcpexec.api.agenttask import AgentTask, AgentTaskSpec, parse_agenttask
 from mcpexec.api.mcpserver import MCPServerSpec
+from mcpexec.api.sandboxpool import SandboxPoolSpec
 from tests.support.components import REPO
 from tests.support.malformed import MALFORMED_TASKS, agenttask
 
@@ -44,6 +45,10 @@ def _assert_same_shape(model: type[BaseModel], schema: dict[str, Any], where: st
 
 def test_agenttask_model_matches_crd() -> None:
     _assert_same_shape(AgentTaskSpec, _crd_spec(REPO / "crds" / "agenttasks.mcpexec.dev.yaml"), "spec")
+
+
+def test_sandboxpool_model_matches_crd() -> None:
+    _assert_same_shape(SandboxPoolSpec, _crd_spec(REPO / "crds" / "sandboxpools.mcpexec.dev.yaml"), "spec")
 
 
 def test_mcpserver_model_matches_crd() -> None:

@@ -1,0 +1,168 @@
+"""SandboxPool reconcile: keep `spec.replicas` idle sandboxes of the current template started, and say so in status.
+
+Idle pods made from another template, or whose runtime exited while idle, are deleted and replaced; a claimed pod
+is the task's (it owns it) and is only counted. The plan is a pure function of the pool's pods, so a reconcile
+run twice, or after a crash, converges on the same pods.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic import ValidationError
+
+from controller import manifests
+from controller.kube import Cluster
+from controller.metrics import POOL_EVENTS, POOL_SANDBOXES
+from controller.naming import idle_selector
+from controller.settings import OperatorSettings
+from mcpexec.api.conditions import condition, merge_conditions
+from mcpexec.api.meta import CLAIMED, IDLE, POOL_LABEL, SANDBOX_STATE_LABEL, TEMPLATE_HASH_LABEL
+from mcpexec.api.sandboxpool import SandboxPool, template_hash
+
+Pod = dict[str, Any]
+_FINISHED = ("Succeeded", "Failed")
+
+
+def _phase(pod: Pod) -> str:
+    return str((pod.get("status") or {}).get("phase") or "Pending")
+
+
+def ready(pod: Pod) -> bool:
+    conditions = (pod.get("status") or {}).get("conditions") or []
+    return _phase(pod) == "Running" and any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
+
+
+@dataclass
+class PoolPods:
+    """A pool's pods by what the reconcile does with them."""
+
+    current: list[Pod] = field(default_factory=list)  # idle, alive, made from the current template
+    stale: list[Pod] = field(default_factory=list)  # idle, alive, another template's
+    exited: list[Pod] = field(default_factory=list)  # idle, but their runtime exited: never claimable
+    claimed: list[Pod] = field(default_factory=list)  # running a task
+
+
+def classify(pods: list[Pod], current_hash: str) -> PoolPods:
+    """Sorted oldest first; pods being deleted are left out (they are on their way)."""
+    sorted_pods = sorted(pods, key=lambda p: (p["metadata"].get("creationTimestamp") or "", p["metadata"]["name"]))
+    grouped = PoolPods()
+    for pod in sorted_pods:
+        meta = pod["metadata"]
+        if meta.get("deletionTimestamp"):
+            continue
+        labels = meta.get("labels") or {}
+        state = labels.get(SANDBOX_STATE_LABEL)
+        if state == CLAIMED:
+            if _phase(pod) not in _FINISHED:
+                grouped.claimed.append(pod)
+        elif state == IDLE:
+            if _phase(pod) in _FINISHED:
+                grouped.exited.append(pod)
+            elif labels.get(TEMPLATE_HASH_LABEL) != current_hash:
+                grouped.stale.append(pod)
+            else:
+                grouped.current.append(pod)
+    return grouped
+
+
+@dataclass(frozen=True)
+class Plan:
+    create: int
+    delete: list[Pod]
+
+
+def plan(replicas: int, pods: PoolPods) -> Plan:
+    """Replace stale and exited idle pods; scale to `replicas`, removing surplus pods not ready first, then newest."""
+    surplus = len(pods.current) - replicas
+    by_removal = sorted(enumerate(pods.current), key=lambda at: (ready(at[1]), -at[0]))
+    doomed = [pod for _, pod in by_removal[: max(0, surplus)]]
+    return Plan(create=max(0, -surplus), delete=[*pods.stale, *pods.exited, *doomed])
+
+
+def counts(pods: PoolPods) -> dict[str, int]:
+    return {
+        "idle": len(pods.current),
+        "ready": sum(map(ready, pods.current)),
+        "claimed": len(pods.claimed),
+    }
+
+
+def _status(pool: dict[str, Any], hash_: str, tally: dict[str, int], ok: tuple[bool, str, str]) -> dict[str, Any]:
+    replicas = int((pool.get("spec") or {}).get("replicas", 0))
+    generation = pool["metadata"].get("generation", 1)
+    status, reason, message = ok
+    if status and tally["ready"] < replicas:
+        status, reason, message = False, "Starting", f"{tally['ready']} of {replicas} idle sandboxes ready"
+    elif status:
+        reason, message = "Ready", f"{tally['ready']} idle sandboxes ready"
+    update = condition("Ready", status, reason, message) | {"observedGeneration": generation}
+    current = pool.get("status") or {}
+    return {
+        "observedGeneration": generation,
+        "replicas": tally["idle"],
+        "readyReplicas": tally["ready"],
+        "claimedReplicas": tally["claimed"],
+        "selector": idle_selector(pool["metadata"]["name"]),
+        "templateHash": hash_,
+        "conditions": merge_conditions(current.get("conditions") or [], [update]),
+    }
+
+
+def _write_status(cluster: Cluster, pool: dict[str, Any], status: dict[str, Any]) -> None:
+    current = pool.get("status") or {}
+    if any(status[k] != current.get(k) for k in status):
+        cluster.patch_pool_status(pool["metadata"]["namespace"], pool["metadata"]["name"], status)
+
+
+def _refused(cluster: Cluster, pool: dict[str, Any], reason: str, message: str) -> None:
+    """A pool that cannot start sandboxes (fail closed: none is made) says why in its Ready condition."""
+    meta = pool["metadata"]
+    tally = counts(classify(cluster.pods(meta["namespace"], f"{POOL_LABEL}={meta['name']}"), ""))
+    _write_status(cluster, pool, _status(pool, "", tally, (False, reason, message)))
+
+
+def reconcile(cluster: Cluster, settings: OperatorSettings, document: dict[str, Any]) -> None:
+    """One pass: the pool's ServiceAccount, NetworkPolicy and skills claim, then its idle pods, then its status."""
+    meta = document["metadata"]
+    namespace, name = meta["namespace"], meta["name"]
+    try:
+        pool = SandboxPool.model_validate(document)
+    except ValidationError as exc:
+        message = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
+        _refused(cluster, document, "InvalidSpec", message)
+        return
+    template = pool.spec.template
+    if not cluster.runtime_class_exists(template.runtime_class_name):
+        message = f"RuntimeClass {template.runtime_class_name!r} does not exist; no sandbox is started without it"
+        _refused(cluster, document, "RuntimeClassNotFound", message)
+        return
+    owner = manifests.PoolRef(name=name, namespace=namespace, uid=meta["uid"])
+    if template.skills is not None:
+        cluster.ensure(manifests.skills_claim(namespace, template.skills), owner_uid=None)
+    cluster.ensure(manifests.service_account(owner), meta["uid"])
+    cluster.ensure(manifests.network_policy(owner, settings), meta["uid"])
+    hash_ = template_hash(template)
+    pods = classify(cluster.pods(namespace, f"{POOL_LABEL}={name}"), hash_)
+    deleting = bool(meta.get("deletionTimestamp"))
+    steps = plan(0 if deleting else pool.spec.replicas, pods)
+    for pod in steps.delete:
+        cluster.delete_pod(namespace, pod["metadata"]["name"])
+        POOL_EVENTS.labels(event="deleted").inc()
+    for _ in range(steps.create):
+        created = cluster.create_pod(manifests.idle_sandbox(owner, template, hash_, settings))
+        pods.current.append(created)
+        POOL_EVENTS.labels(event="created").inc()
+    if steps.create:
+        cluster.record_event(document, "Refilled", f"started {steps.create} idle sandbox(es)")
+    removed = {id(p) for p in steps.delete}
+    pods.current = [p for p in pods.current if id(p) not in removed]
+    tally = counts(pods)
+    POOL_SANDBOXES.observe(namespace, name, tally)
+    _write_status(cluster, document, _status(document, hash_, tally, (True, "", "")))
+
+
+def claimed_running(cluster: Cluster, namespace: str, name: str) -> int:
+    """How many of a pool's sandboxes still run a task (a pool being deleted waits for them)."""
+    return len(classify(cluster.pods(namespace, f"{POOL_LABEL}={name}"), "").claimed)
