@@ -16,15 +16,21 @@ import yaml
 from controller.settings import OperatorSettings
 from gateway.settings import GatewaySettings, Limits
 from mcpexec.api.pii import DEFAULT_PHONE_REGIONS
+from mcpexec.api.sandboxpool import SandboxPool
 from mcpexec.local.yaml_files import UniqueKeyLoader
 from tests.support.chart import CHART, helm, render
 from tests.support.components import REPO
 
 K8S_VERSION = "1.34.0"
 MONITORING = {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "monitoring"}}}
-# The one rendered kind kubernetes-validate has no schema for (the Prometheus operator's CRD); its
-# selector and ports are checked against the rendered Services instead.
-NO_SCHEMA = {"ServiceMonitor"}
+# The kinds kubernetes-validate has no schema for: the Prometheus operator's (its selector and ports are checked
+# against the rendered Services instead) and our SandboxPool (checked by our model: test_sandbox_pools_render).
+NO_SCHEMA = {"ServiceMonitor", "SandboxPool"}
+POOLS = [
+    {"name": "default", "namespace": "agents", "replicas": 3, "whenEmpty": "Wait",
+     "template": {"mcpServers": ["crm"], "tools": {"allow": ["crm/*"]}, "resources": {"limits": {"cpu": "2"}}}},
+    {"name": "bare"},
+]  # fmt: skip
 
 VALUE_SETS = {
     "defaults": [],
@@ -45,6 +51,7 @@ VALUE_SETS = {
         "--set", "gateway.autoscaling.enabled=true", "--set", "gateway.autoscaling.minReplicas=3",
         "--set", "gateway.autoscaling.maxReplicas=7", "--set", "gateway.autoscaling.targetCPUUtilizationPercentage=55",
     ],
+    "sandbox pools": ["--set-json", f"sandboxPools={json.dumps(POOLS)}"],
 }  # fmt: skip
 ALL_SETS = pytest.mark.parametrize("values", list(VALUE_SETS.values()), ids=list(VALUE_SETS))
 
@@ -85,6 +92,22 @@ def test_rendered_manifests_validate(values: list[str]) -> None:
     for doc in docs:
         if doc["kind"] not in NO_SCHEMA:
             kubernetes_validate.validate(doc, K8S_VERSION, strict=True)
+
+
+def test_sandbox_pools_render_as_the_operator_reads_them() -> None:
+    pools = _by_kind(render(*VALUE_SETS["sandbox pools"]), "SandboxPool")
+    assert set(pools) == {"default", "bare"}
+    default = SandboxPool.model_validate(pools["default"])
+    assert (default.metadata.namespace, default.spec.replicas, default.spec.when_empty) == ("agents", 3, "Wait")
+    assert default.spec.template.tools.allow == ["crm/*"] and default.spec.template.resources.limits.cpu == "2"
+    bare = SandboxPool.model_validate(pools["bare"])
+    assert bare.metadata.namespace == "mcpexec-system" and bare.spec.replicas == 1  # the defaults, as the CRD has them
+    assert not _by_kind(render(), "SandboxPool"), "no pool unless asked: idle sandboxes cost their requests"
+
+
+def test_a_bad_pool_value_is_refused() -> None:
+    done = helm("template", "rel", str(CHART), "--set-json", 'sandboxPools=[{"name": "Bad Name"}]')
+    assert done.returncode != 0 and "sandboxPools" in done.stderr
 
 
 def test_service_monitors_select_a_service_port() -> None:
@@ -215,10 +238,15 @@ def test_network_policies_guard_the_control_plane() -> None:
     gateway = policies["rel-mcpexec-gateway"]["spec"]
     assert gateway["podSelector"]["matchLabels"] == gateway_selector
     tasks = {"app.kubernetes.io/name": "mcpexec-task", "app.kubernetes.io/managed-by": "mcpexec"}
-    # Task pods reach the API port only; the scrapers the ops port only (metrics and docs are not the sandbox's).
+    pools = {"app.kubernetes.io/name": "mcpexec-sandbox", "app.kubernetes.io/managed-by": "mcpexec"}
+    # Task pods and pool sandboxes (idle ones ask for their assignment) reach the API port only; the scrapers the
+    # ops port only (metrics and docs are not the sandbox's).
     assert gateway["ingress"] == [
         {
-            "from": [{"namespaceSelector": {}, "podSelector": {"matchLabels": tasks}}],
+            "from": [
+                {"namespaceSelector": {}, "podSelector": {"matchLabels": tasks}},
+                {"namespaceSelector": {}, "podSelector": {"matchLabels": pools}},
+            ],
             "ports": [{"protocol": "TCP", "port": 8000}],
         },
         {"from": [{"podSelector": {}}], "ports": [{"protocol": "TCP", "port": 9090}]},
