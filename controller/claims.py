@@ -15,7 +15,7 @@ from typing import Any
 from controller import manifests
 from controller.kube import Cluster
 from controller.naming import idle_selector, task_labels
-from controller.pools import ready
+from controller.pools import made, ready
 from mcpexec.api.meta import CLAIMED, SANDBOX_STATE_LABEL, TASK_LABEL, TEMPLATE_HASH_LABEL
 
 Pod = dict[str, Any]
@@ -43,21 +43,26 @@ def claim_patch(pod: Pod, task: manifests.TaskRef, timeout_seconds: int) -> dict
     }
 
 
-def claimed_by(cluster: Cluster, task: manifests.TaskRef) -> Pod | None:
+def claimed_by(cluster: Cluster, pool: dict[str, Any], task: manifests.TaskRef) -> Pod | None:
     """The pod an earlier reconcile of this task claimed (if that reconcile stopped before writing the status)."""
+    trusted = made(pool)
     for pod in cluster.pods(task.namespace, f"{TASK_LABEL}={task.name},{SANDBOX_STATE_LABEL}={CLAIMED}"):
         owners = {ref.get("uid") for ref in pod["metadata"].get("ownerReferences") or []}
-        if task.uid in owners:
+        if task.uid in owners and pod["metadata"]["uid"] in trusted:
             return pod
     return None
 
 
-def claim(cluster: Cluster, pool: str, template_hash: str, task: manifests.TaskRef, timeout_seconds: int) -> Pod | None:
-    """Claim the oldest ready idle sandbox of the pool's current template; None when there is none to have."""
+def claim(
+    cluster: Cluster, pool: dict[str, Any], template_hash: str, task: manifests.TaskRef, timeout_seconds: int
+) -> Pod | None:
+    """Claim the oldest ready idle sandbox the pool made from its current template; None when there is none."""
+    trusted = made(pool)
     candidates = [
         pod
-        for pod in cluster.pods(task.namespace, idle_selector(pool))
+        for pod in cluster.pods(task.namespace, idle_selector(pool["metadata"]["name"]))
         if ready(pod)
+        and pod["metadata"]["uid"] in trusted
         and not pod["metadata"].get("deletionTimestamp")
         and (pod["metadata"].get("labels") or {}).get(TEMPLATE_HASH_LABEL) == template_hash
     ]

@@ -220,8 +220,8 @@ def _run_pooled(memo: kopf.Memo, body: kopf.Body, task: manifests.TaskRef, spec:
         message = f"MCPServer(s) not found in namespace {task.namespace}: {', '.join(missing)}"
         _refuse(memo, task.namespace, task.name, "MCPServerNotFound", message, final=_past_deadline(body, spec))
         return
-    pod = claims.claimed_by(cluster, task) or claims.claim(
-        cluster, pool.metadata.name, template_hash(template), task, spec.timeout_seconds
+    pod = claims.claimed_by(cluster, document, task) or claims.claim(
+        cluster, document, template_hash(template), task, spec.timeout_seconds
     )
     if pod is not None:
         _claimed(memo, body, task, spec, ceiling, pod)

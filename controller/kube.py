@@ -112,17 +112,19 @@ class Cluster:
         present = {item["metadata"]["name"] for item in listed.get("items", [])}
         return [name for name in names if name not in present]
 
-    def read_task(self, namespace: str, name: str) -> dict[str, Any] | None:
+    def _read_ours(self, plural: str, namespace: str, name: str) -> dict[str, Any] | None:
+        """One of our resources, or None if there is none of that name."""
         try:
-            found = cast(
-                dict[str, Any],
-                self.custom.get_namespaced_custom_object(GROUP, VERSION, namespace, AGENTTASK_PLURAL, name),
+            return cast(
+                dict[str, Any], self.custom.get_namespaced_custom_object(GROUP, VERSION, namespace, plural, name)
             )
         except ApiException as exc:
             if exc.status == 404:
                 return None
             raise
-        return found
+
+    def read_task(self, namespace: str, name: str) -> dict[str, Any] | None:
+        return self._read_ours(AGENTTASK_PLURAL, namespace, name)
 
     def list_tasks(self) -> list[dict[str, Any]]:
         listed = cast(dict[str, Any], self.custom.list_cluster_custom_object(GROUP, VERSION, AGENTTASK_PLURAL))
@@ -203,16 +205,7 @@ class Cluster:
             log.warning("could not record event for %s/%s: %s", meta["namespace"], meta["name"], exc.status)
 
     def read_pool(self, namespace: str, name: str) -> dict[str, Any] | None:
-        try:
-            found = cast(
-                dict[str, Any],
-                self.custom.get_namespaced_custom_object(GROUP, VERSION, namespace, SANDBOXPOOL_PLURAL, name),
-            )
-        except ApiException as exc:
-            if exc.status == 404:
-                return None
-            raise
-        return found
+        return self._read_ours(SANDBOXPOOL_PLURAL, namespace, name)
 
     def list_pools(self) -> list[dict[str, Any]]:
         listed = cast(dict[str, Any], self.custom.list_cluster_custom_object(GROUP, VERSION, SANDBOXPOOL_PLURAL))

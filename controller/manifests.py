@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 from controller.naming import child_name, idle_pod_labels, pool_child_name, pool_labels, task_labels
 from controller.settings import OperatorSettings
@@ -20,55 +20,55 @@ from runtime import contract
 Manifest = dict[str, Any]
 
 
-def _owner_reference(kind: str, name: str, uid: str) -> Manifest:
-    return {
-        "apiVersion": API_VERSION,
-        "kind": kind,
-        "name": name,
-        "uid": uid,
-        "controller": True,
-        "blockOwnerDeletion": True,
-    }
-
-
 @dataclass(frozen=True)
-class TaskRef:
-    """The identity of the AgentTask that owns the objects."""
+class _Owner:
+    """The identity of the resource that owns the objects made for it (garbage-collected with it)."""
 
     name: str
     namespace: str
     uid: str
+    kind: ClassVar[str]
 
     def owner_reference(self) -> Manifest:
-        return _owner_reference("AgentTask", self.name, self.uid)
+        return {
+            "apiVersion": API_VERSION,
+            "kind": self.kind,
+            "name": self.name,
+            "uid": self.uid,
+            "controller": True,
+            "blockOwnerDeletion": True,
+        }
+
+    def children(self) -> tuple[str, dict[str, str]]:
+        """The shared name and the labels of its children."""
+        raise NotImplementedError
 
     def metadata(self) -> Manifest:
+        name, labels = self.children()
         return {
-            "name": child_name(self.name),
+            "name": name,
             "namespace": self.namespace,
-            "labels": task_labels(self.name),
+            "labels": labels,
             "ownerReferences": [self.owner_reference()],
         }
 
 
-@dataclass(frozen=True)
-class PoolRef:
-    """The identity of the SandboxPool that owns its idle sandboxes, ServiceAccount and NetworkPolicy."""
+class TaskRef(_Owner):
+    """An AgentTask: its ServiceAccount, ConfigMap, NetworkPolicy and Job."""
 
-    name: str
-    namespace: str
-    uid: str
+    kind = "AgentTask"
 
-    def owner_reference(self) -> Manifest:
-        return _owner_reference("SandboxPool", self.name, self.uid)
+    def children(self) -> tuple[str, dict[str, str]]:
+        return child_name(self.name), task_labels(self.name)
 
-    def metadata(self) -> Manifest:
-        return {
-            "name": pool_child_name(self.name),
-            "namespace": self.namespace,
-            "labels": pool_labels(self.name),
-            "ownerReferences": [self.owner_reference()],
-        }
+
+class PoolRef(_Owner):
+    """A SandboxPool: its idle sandboxes, ServiceAccount and NetworkPolicy."""
+
+    kind = "SandboxPool"
+
+    def children(self) -> tuple[str, dict[str, str]]:
+        return pool_child_name(self.name), pool_labels(self.name)
 
 
 def service_account(owner: TaskRef | PoolRef) -> Manifest:
@@ -95,7 +95,7 @@ def task_config(task: TaskRef, spec: AgentTaskSpec) -> Manifest:
 def network_policy(owner: TaskRef | PoolRef, settings: OperatorSettings) -> Manifest:
     """No ingress at all; egress only to the gateway's pods and to cluster DNS (settings.dns_peers). A pool's selects
     its sandboxes, idle or claimed; a task's its Job's pod, or the pool sandbox it claimed."""
-    selected = task_labels(owner.name) if isinstance(owner, TaskRef) else pool_labels(owner.name)
+    selected = owner.children()[1]
     dns_ports = [{"protocol": "UDP", "port": 53}, {"protocol": "TCP", "port": 53}]
     return {
         "apiVersion": "networking.k8s.io/v1",

@@ -42,15 +42,26 @@ class PoolPods:
     stale: list[Pod] = field(default_factory=list)  # idle, alive, another template's
     exited: list[Pod] = field(default_factory=list)  # idle, but their runtime exited: never claimable
     claimed: list[Pod] = field(default_factory=list)  # running a task
+    foreign: list[Pod] = field(default_factory=list)  # labelled as the pool's, but not made by this operator
 
 
-def classify(pods: list[Pod], current_hash: str) -> PoolPods:
+def made(pool: dict[str, Any]) -> frozenset[str]:
+    """The uids of the pods this operator made for the pool (its status, which only the operator writes). Labels
+    and owner references are anyone's to write who may create pods in the namespace: a pod made to look like an
+    idle sandbox must never be claimed, or it would run another user's task as that task."""
+    return frozenset((pool.get("status") or {}).get("sandboxUIDs") or [])
+
+
+def classify(pods: list[Pod], current_hash: str, trusted: frozenset[str]) -> PoolPods:
     """Sorted oldest first; pods being deleted are left out (they are on their way)."""
     sorted_pods = sorted(pods, key=lambda p: (p["metadata"].get("creationTimestamp") or "", p["metadata"]["name"]))
     grouped = PoolPods()
     for pod in sorted_pods:
         meta = pod["metadata"]
         if meta.get("deletionTimestamp"):
+            continue
+        if meta["uid"] not in trusted:
+            grouped.foreign.append(pod)
             continue
         labels = meta.get("labels") or {}
         state = labels.get(SANDBOX_STATE_LABEL)
@@ -89,7 +100,8 @@ def counts(pods: PoolPods) -> dict[str, int]:
     }
 
 
-def _status(pool: dict[str, Any], hash_: str, tally: dict[str, int], ok: tuple[bool, str, str]) -> dict[str, Any]:
+def _status(pool: dict[str, Any], hash_: str, pods: PoolPods, ok: tuple[bool, str, str]) -> dict[str, Any]:
+    tally = counts(pods)
     replicas = int((pool.get("spec") or {}).get("replicas", 0))
     generation = pool["metadata"].get("generation", 1)
     status, reason, message = ok
@@ -106,6 +118,7 @@ def _status(pool: dict[str, Any], hash_: str, tally: dict[str, int], ok: tuple[b
         "claimedReplicas": tally["claimed"],
         "selector": idle_selector(pool["metadata"]["name"]),
         "templateHash": hash_,
+        "sandboxUIDs": sorted(p["metadata"]["uid"] for p in [*pods.current, *pods.stale, *pods.claimed]),
         "conditions": merge_conditions(current.get("conditions") or [], [update]),
     }
 
@@ -119,8 +132,8 @@ def _write_status(cluster: Cluster, pool: dict[str, Any], status: dict[str, Any]
 def _refused(cluster: Cluster, pool: dict[str, Any], reason: str, message: str) -> None:
     """A pool that cannot start sandboxes (fail closed: none is made) says why in its Ready condition."""
     meta = pool["metadata"]
-    tally = counts(classify(cluster.pods(meta["namespace"], f"{POOL_LABEL}={meta['name']}"), ""))
-    _write_status(cluster, pool, _status(pool, "", tally, (False, reason, message)))
+    pods = classify(cluster.pods(meta["namespace"], f"{POOL_LABEL}={meta['name']}"), "", made(pool))
+    _write_status(cluster, pool, _status(pool, "", pods, (False, reason, message)))
 
 
 def reconcile(cluster: Cluster, settings: OperatorSettings, document: dict[str, Any]) -> None:
@@ -144,10 +157,15 @@ def reconcile(cluster: Cluster, settings: OperatorSettings, document: dict[str, 
     cluster.ensure(manifests.service_account(owner), meta["uid"])
     cluster.ensure(manifests.network_policy(owner, settings), meta["uid"])
     hash_ = template_hash(template)
-    pods = classify(cluster.pods(namespace, f"{POOL_LABEL}={name}"), hash_)
+    pods = classify(cluster.pods(namespace, f"{POOL_LABEL}={name}"), hash_, made(document))
     deleting = bool(meta.get("deletionTimestamp"))
     steps = plan(0 if deleting else pool.spec.replicas, pods)
-    for pod in steps.delete:
+    # A pod owned by the pool that it did not record: made by a reconcile that stopped before its status write, or
+    # a forgery claiming the pool as its owner. Either way not a sandbox to keep.
+    orphans = [
+        p for p in pods.foreign if meta["uid"] in {r.get("uid") for r in p["metadata"].get("ownerReferences") or []}
+    ]
+    for pod in [*steps.delete, *orphans]:
         cluster.delete_pod(namespace, pod["metadata"]["name"])
         POOL_EVENTS.labels(event="deleted").inc()
     for _ in range(steps.create):
@@ -158,11 +176,12 @@ def reconcile(cluster: Cluster, settings: OperatorSettings, document: dict[str, 
         cluster.record_event(document, "Refilled", f"started {steps.create} idle sandbox(es)")
     removed = {id(p) for p in steps.delete}
     pods.current = [p for p in pods.current if id(p) not in removed]
-    tally = counts(pods)
-    POOL_SANDBOXES.observe(namespace, name, tally)
-    _write_status(cluster, document, _status(document, hash_, tally, (True, "", "")))
+    pods.stale = pods.exited = []
+    POOL_SANDBOXES.observe(namespace, name, counts(pods))
+    _write_status(cluster, document, _status(document, hash_, pods, (True, "", "")))
 
 
 def claimed_running(cluster: Cluster, namespace: str, name: str) -> int:
     """How many of a pool's sandboxes still run a task (a pool being deleted waits for them)."""
-    return len(classify(cluster.pods(namespace, f"{POOL_LABEL}={name}"), "").claimed)
+    pool = cluster.read_pool(namespace, name) or {}
+    return len(classify(cluster.pods(namespace, f"{POOL_LABEL}={name}"), "", made(pool)).claimed)

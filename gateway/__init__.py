@@ -4,9 +4,11 @@
 runs it in-process for `mcpexec run`. The package map, from the entry points down (make lint checks that a
 module only imports from its own layer or below, see .importlinter):
 
-- `cluster/`   cluster mode: TokenReview auth, MCPServer resources and their status, serve()
+- `cluster/`   cluster mode: TokenReview auth, the SandboxPool claim index, MCPServer resources and their status,
+               serve()
 - `local/`     local mode: the in-process gateway on a Unix socket and its per-task tokens
-- `web/`       the v1 HTTP API (docs/contracts.md): app, bearer auth, lean tool-call route, body limit, serving
+- `web/`       the v1 HTTP API (docs/contracts.md): app, bearer auth, pool sandbox assignments, lean tool-call route,
+               body limit, serving
 - `core`       one gateway instance wired together; the HTTP app and LocalGateway are thin shells over it
 - `tools/`     tools as a task sees them: catalog (progressive disclosure), calls, policy, wrapper source
 - `llm/`       the LLM proxy: OpenAI chat completions in, OpenAI or Anthropic upstream, streamed answers out

@@ -7,15 +7,19 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from mcpexec.api.agenttask import AgentTask
+from mcpexec.api.sandbox import SandboxPolicy
 
 
 @dataclass(frozen=True)
 class TaskContext:
-    """What every handler knows about its caller once the bearer token is checked."""
+    """What every handler knows about its caller once the bearer token is checked. `ceiling`: a task running in a
+    SandboxPool's sandbox is bounded by the pool template's policy as it was when the sandbox was claimed, on top
+    of its own (None: a task in a sandbox of its own)."""
 
     task: AgentTask
     uid: str
     expires_at: float
+    ceiling: SandboxPolicy | None = None
 
     @property
     def task_id(self) -> str:
@@ -35,3 +39,11 @@ class Authenticator(Protocol):
     """Turns a bearer token into its task, or raises `errors.Unauthenticated`."""
 
     async def authenticate(self, token: str) -> TaskContext: ...
+
+
+class Assigner(Protocol):
+    """Which task a SandboxPool's sandbox is to run: the task the operator claimed it for, waiting up to `wait`
+    seconds for the claim (None: no claim yet). Raises `errors.Forbidden` for a token that is not a pool
+    sandbox's, `errors.Unauthenticated` as `Authenticator` does."""
+
+    async def assignment(self, token: str, wait: float) -> TaskContext | None: ...

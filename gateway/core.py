@@ -9,7 +9,7 @@ import os
 import time
 from collections.abc import Callable
 
-from gateway.context import Authenticator, TaskContext
+from gateway.context import Assigner, Authenticator, TaskContext
 from gateway.llm.proxy import LLMProxy
 from gateway.pii.detectors import Detector
 from gateway.pii.protection import DEFAULT_MINIMUM, protection_for
@@ -45,9 +45,12 @@ class GatewayCore:
         server_key: ServerKey = local_server_key,
         rate_limits: TaskRateLimits | None = None,
         skills_key: bytes | None = None,
+        assigner: Assigner | None = None,
     ) -> None:
         self.limits = limits or Limits()
         self.authenticator = authenticator
+        # Which task a SandboxPool's sandbox runs: cluster mode only (None: this gateway serves no pools).
+        self.assigner = assigner
         self.metrics = GatewayMetrics()
         self.usage = UsageMeter()
         self.vault = vault

@@ -41,6 +41,13 @@ class Forbidden(GatewayError):
     status, code = 403, "forbidden"
 
 
+class SandboxNotClaimed(GatewayError):
+    """A SandboxPool's sandbox the operator has not claimed for a task: it has no task, so no policy, and may
+    reach nothing (it only asks for its assignment)."""
+
+    status, code = 403, "sandbox_not_claimed"
+
+
 class NotFound(GatewayError):
     status, code = 404, "not_found"
 

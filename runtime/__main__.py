@@ -1,9 +1,15 @@
-"""`python3 -m runtime`: run the task in task.json, write the bounded result, exit 0 only on success."""
+"""`python3 -m runtime`: run the task in task.json, write the bounded result, exit 0 only on success.
+
+In a SandboxPool's sandbox (MCPEXEC_AWAIT_ASSIGNMENT) there is no task.json: the runtime starts, imports all it
+runs with and opens its gateway connection while idle, then asks the gateway for its task until the operator claims
+the sandbox for one, and runs that one task exactly as a cold sandbox runs its own.
+"""
 
 from __future__ import annotations
 
 import sys
 import time
+from typing import Any
 
 from runtime import client, skills, wrappers
 from runtime.agent import run_agent
@@ -25,11 +31,12 @@ def _namespace() -> dict[str, object]:
     }
 
 
-def _run(env: Environment, usage: Usage, log: OutputLog) -> Result:
+def _run(env: Environment, task: dict[str, Any], usage: Usage, log: OutputLog) -> Result:
+    """The task's time counts from here: for a pool's sandbox, from its assignment, not from its start."""
     started = time.monotonic()
-    task = env.task()
     deadline = started + float(task.get("timeoutSeconds", 600))
     executor = Executor(_namespace(), OUTPUT_LIMIT, log)
+    # After the task is known, never before: an idle pool sandbox has no task, so no policy, and sees no tools.
     wrappers.install(env.workspace)
     if task["mode"] == "code":
         outcome = executor.run(task["code"], deadline - time.monotonic())
@@ -55,7 +62,8 @@ def main() -> int:
     usage = Usage()
     log = OutputLog(env.workspace / "output.log")
     try:
-        result = _run(env, usage, log)
+        task = client.await_assignment() if env.await_assignment else env.task()
+        result = _run(env, task, usage, log)
     except client.ToolError as exc:
         result = Result("Failed", "", f"gateway: {exc}", usage)
     except Exception as exc:  # whatever breaks, the operator gets a Failed result and a reason, not silence

@@ -1,4 +1,5 @@
-"""The tool API agent code calls: list_servers, search_tools, get_tool, call_tool (docs/contracts.md).
+"""The tool API agent code calls: list_servers, search_tools, get_tool, call_tool (docs/contracts.md), and a
+SandboxPool sandbox's wait for its task (await_assignment).
 
 Plain blocking HTTP to the gateway over a Unix socket (local mode) or TCP (cluster); the gateway holds
 every credential and tokenizes personal data before anything reaches this process.
@@ -15,6 +16,7 @@ import urllib.parse
 from typing import Any
 
 from runtime.config import Environment
+from runtime.contract import ASSIGNMENT_PATH
 
 _TIMEOUT_SECONDS = 300.0
 # Answers the gateway gives before anything reached a tool (it says so with Retry-After): a server still
@@ -22,6 +24,10 @@ _TIMEOUT_SECONDS = 300.0
 _RETRYABLE = frozenset({"server_unavailable", "rate_limited"})
 _RETRY_FOR_SECONDS = 60.0
 _RETRY_BACKOFF_CEILING = 8.0
+# A pool sandbox's long poll for its task: how long the gateway may hold each one, and the backoff while the
+# gateway cannot be reached (starting, restarting): short, since a claimed sandbox's task is waiting.
+ASSIGNMENT_WAIT_SECONDS = 20
+_UNREACHABLE_BACKOFF_FIRST, _UNREACHABLE_BACKOFF_CEILING = 0.1, 2.0
 
 
 class ToolError(Exception):
@@ -93,6 +99,11 @@ class Gateway:
             time.sleep(wait)
             backoff = min(backoff * 2, _RETRY_BACKOFF_CEILING)
 
+    def assignment(self, wait_seconds: int) -> dict[str, Any] | None:
+        """One long poll: this sandbox's task config (task.json's shape), or None while it is not claimed."""
+        answer: dict[str, Any] | None = self._send("GET", f"{ASSIGNMENT_PATH}?wait={wait_seconds}", None)
+        return answer
+
     def _send(self, method: str, path: str, payload: bytes | None) -> Any:
         headers = {"Authorization": f"Bearer {self._env.bearer()}", "Content-Type": "application/json"}
         while True:
@@ -129,6 +140,29 @@ def gateway() -> Gateway:
     if _gateway is None:
         _gateway = Gateway(Environment.from_env())
     return _gateway
+
+
+def await_assignment() -> dict[str, Any]:
+    """Ask the gateway for this pool sandbox's task until the operator has claimed the sandbox for one. Not claimed
+    yet (204): ask again at once (the gateway holds each poll). The gateway away (no connection, 5xx, 429): ask
+    again after a short backoff. Refused (401, 403, any other 4xx): ToolError, the sandbox has no task to run."""
+    gw = gateway()
+    backoff = _UNREACHABLE_BACKOFF_FIRST
+    while True:
+        try:
+            task = gw.assignment(ASSIGNMENT_WAIT_SECONDS)
+        except ToolError as exc:
+            if exc.status < 500 and exc.status != 429:
+                raise
+        except (OSError, http.client.HTTPException, ValueError):  # ValueError: a body that is not JSON
+            pass
+        else:
+            if task is not None:
+                return task
+            backoff = _UNREACHABLE_BACKOFF_FIRST
+            continue
+        time.sleep(backoff)
+        backoff = min(backoff * 2, _UNREACHABLE_BACKOFF_CEILING)
 
 
 def list_servers() -> list[dict[str, Any]]:

@@ -20,6 +20,7 @@ class Environment:
     result_file: Path
     workspace: Path
     skills: Path
+    await_assignment: bool = False
 
     @classmethod
     def from_env(cls) -> Environment:
@@ -32,6 +33,7 @@ class Environment:
             result_file=Path(os.environ.get(contract.RESULT_FILE_ENV, contract.TERMINATION_LOG)),
             workspace=Path(os.environ.get(contract.WORKSPACE_ENV, contract.WORKSPACE)),
             skills=Path(os.environ.get(contract.SKILLS_ENV, contract.SKILLS)),
+            await_assignment=bool(os.environ.get(contract.AWAIT_ASSIGNMENT_ENV)),
         )
 
     def bearer(self) -> str:
@@ -43,5 +45,6 @@ class Environment:
         raise RuntimeError(f"no gateway credential: set {contract.TOKEN_FILE_ENV} or {contract.TOKEN_ENV}")
 
     def task(self) -> dict[str, Any]:
+        """task.json (a SandboxPool's sandbox has none: it gets the same config from the gateway once claimed)."""
         loaded: dict[str, Any] = json.loads(self.task_file.read_text())
         return loaded

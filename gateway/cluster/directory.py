@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+from collections.abc import Callable
 from typing import Any, cast
 
 from kubernetes import client, watch
@@ -36,6 +37,44 @@ class KubeDirectory:
             dict[str, Any],
             self._custom.get_namespaced_custom_object(GROUP, VERSION, namespace, AGENTTASK_PLURAL, name),
         )
+
+    def agent_tasks(self, page_size: int = 500) -> tuple[list[dict[str, Any]], str]:
+        """Every AgentTask in the cluster (one consistent list, read in pages), and the list's resourceVersion."""
+        items: list[dict[str, Any]] = []
+        resource_version, token = "", ""
+        while True:
+            answer = cast(
+                dict[str, Any],
+                self._custom.list_cluster_custom_object(
+                    GROUP, VERSION, AGENTTASK_PLURAL, limit=page_size, _continue=token or None
+                ),
+            )
+            items += answer.get("items", [])
+            resource_version = resource_version or str(answer["metadata"]["resourceVersion"])
+            token = str(answer["metadata"].get("continue") or "")
+            if not token:
+                return items, resource_version
+
+    def watch_agent_tasks(
+        self, resource_version: str, timeout_seconds: int, on_event: Callable[[str, dict[str, Any]], None]
+    ) -> None:
+        """Hand every AgentTask event after `resource_version` (ADDED, MODIFIED, DELETED, BOOKMARK) to `on_event`
+        as it arrives, until the timeout. An expired resourceVersion (410) raises ApiException: list again."""
+        stream = watch.Watch()
+        try:
+            for event in stream.stream(
+                self._custom.list_cluster_custom_object,
+                GROUP,
+                VERSION,
+                AGENTTASK_PLURAL,
+                resource_version=resource_version,
+                timeout_seconds=timeout_seconds,
+                allow_watch_bookmarks=True,
+                _request_timeout=timeout_seconds + 10,
+            ):
+                on_event(str(event["type"]), cast(dict[str, Any], event["raw_object"]))
+        finally:
+            stream.stop()
 
     def mcp_servers(self) -> tuple[list[dict[str, Any]], str]:
         """Every MCPServer, and the list's resourceVersion (where a watch for changes starts)."""

@@ -9,6 +9,7 @@ import uvicorn
 from kubernetes import client, config
 
 from gateway.cluster.auth import ClusterAuthenticator
+from gateway.cluster.claims import ClaimIndex
 from gateway.cluster.directory import KubeDirectory
 from gateway.cluster.server_status import ServerStatusReporter
 from gateway.cluster.servers import ClusterServers
@@ -42,10 +43,13 @@ async def serve(settings: GatewaySettings) -> None:
     directory = KubeDirectory(_api_client())
     servers = ClusterServers(directory, settings.servers_refresh_seconds, frozenset(settings.stdio_server_namespaces))
     await servers.refresh()
+    claims = ClaimIndex(directory)
+    await claims.load()  # which pool sandbox serves which task: known before the first request is served
+    authenticator = ClusterAuthenticator(directory, settings.audience, claims)
     limits = settings.limits()
     try:
         core = GatewayCore(
-            ClusterAuthenticator(directory, settings.audience),
+            authenticator,
             servers.specs,
             RedisVault(settings.redis_url),
             settings.llm(),
@@ -57,10 +61,12 @@ async def serve(settings: GatewaySettings) -> None:
             pii_minimum=frozenset(settings.pii_minimum_entities),
             pii_phone_regions=frozenset(settings.pii_phone_regions),
             skills_key=settings.skills_seal_key.get_secret_value().encode(),
+            assigner=authenticator,
         )
     except PiiDetectorUnavailable as exc:
         raise SystemExit(f"MCPEXEC_PII_MINIMUM_ENTITIES: {exc.message}") from None
     refresher = asyncio.create_task(servers.refresh_forever(), name="mcpserver-refresh")
+    claim_watch = asyncio.create_task(claims.follow(), name="claim-index")
     reporter = ServerStatusReporter(directory, servers, core.catalog)
     status_reports = asyncio.create_task(reporter.report_forever(STATUS_EVERY_SECONDS), name="mcpserver-status")
     await core.start()
@@ -75,6 +81,7 @@ async def serve(settings: GatewaySettings) -> None:
             await ops.stop()
     finally:
         refresher.cancel()
+        claim_watch.cancel()
         status_reports.cancel()
         await core.close()
 

@@ -1,6 +1,7 @@
-"""What one task's data is protected with: the union of what the cluster admin, the MCPServer owners and the task
-author each set (docs/security.md): entities, custom patterns, and the regions whose national phone formats are
-recognised. Every level only adds; none can lower what another set."""
+"""What one task's data is protected with: the union of what the cluster admin, the MCPServer owners, the task
+author and (for a task in a SandboxPool's sandbox) the pool's template each set (docs/security.md): entities, custom
+patterns, and the regions whose national phone formats are recognised. Every level only adds; none can lower what
+another set."""
 
 from __future__ import annotations
 
@@ -45,11 +46,14 @@ def protection_for(
     phone_regions: frozenset[str] = frozenset(DEFAULT_PHONE_REGIONS),
 ) -> Callable[[TaskContext], Protection]:
     """The gateway's hook: the minimum, the declarations of every server the task lists (whether it is up or not:
-    a server that is not known yet declares nothing, and its results cannot arrive either), and the task's own."""
+    a server that is not known yet declares nothing, and its results cannot arrive either), the task's own, and
+    its pool template's (the claim's ceiling)."""
 
     def for_task(ctx: TaskContext) -> Protection:
         servers = (server_spec(ctx, name) for name in ctx.task.spec.mcp_servers)
         declarations = [*(spec.pii for spec in servers if spec is not None), ctx.task.spec.pii]
+        if ctx.ceiling is not None:
+            declarations.append(ctx.ceiling.pii)
         return combine(minimum, declarations, phone_regions)
 
     return for_task

@@ -135,7 +135,7 @@ class Catalog:
 
     def spec(self, ctx: TaskContext, server: str) -> MCPServerSpec | None:
         """The server as this task may see it; None if it is not in its policy or not configured."""
-        if not policy.server_visible(ctx.task, server):
+        if not policy.server_visible(ctx, server):
             return None
         return self._pool.servers().get(self.server_key(ctx, server))
 
@@ -147,7 +147,7 @@ class Catalog:
         if spec is None:
             return []
         tools = await self.tools_of(self.server_key(ctx, server))
-        return [t for t in tools if policy.tool_allowed(ctx.task, server, t.name, spec)]
+        return [t for t in tools if policy.tool_allowed(ctx, server, t.name, spec)]
 
     async def servers(self, ctx: TaskContext) -> ServersAnswer:
         summaries = []
@@ -202,8 +202,10 @@ class Catalog:
         tool = next((t for t in await self.tools_of(self.server_key(ctx, server)) if t.name == name), None)
         if tool is None:
             raise NotFound(f"no tool {server}/{name}")
-        if not policy.tool_allowed(ctx.task, server, name, spec):
-            raise Forbidden(f"{server}/{name} is not allowed by this task's policy or its server's owner")
+        if not policy.tool_allowed(ctx, server, name, spec):
+            raise Forbidden(
+                f"{server}/{name} is not allowed by this task's policy, its server's owner or its pool's template"
+            )
         return tool
 
     async def tool_details(self, ctx: TaskContext, server: str, name: str) -> ToolFull:

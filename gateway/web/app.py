@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from fastapi import Depends, FastAPI, Query, Request
+from fastapi import Depends, FastAPI, Query, Request, Response
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, StreamingResponse
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
@@ -21,6 +21,7 @@ from gateway.tools import wrapper_source
 from gateway.tools.calls import CallRequest, CallResult
 from gateway.tools.catalog import Detail, ServersAnswer, ToolFull, ToolsAnswer
 from gateway.tools.skill_seals import Seal, SealedSkill, SkillCode
+from gateway.web.assignment import DEFAULT_WAIT_SECONDS, MAX_WAIT_SECONDS, Assignment, assignment
 from gateway.web.auth import authorize
 from gateway.web.body_limit import BodyLimit
 from gateway.web.lean_route import LeanRoute
@@ -53,9 +54,10 @@ def _error(status: int, code: str, message: str, retry_after: int | None = None)
     return JSONResponse(body.model_dump(), status_code=status, headers=headers)
 
 
-async def _caller(
-    request: Request, credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)]
-) -> TaskContext:
+Credentials = Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)]
+
+
+async def _caller(request: Request, credentials: Credentials) -> TaskContext:
     return await authorize(request, None if credentials is None else credentials.credentials)
 
 
@@ -94,6 +96,22 @@ def create_app(core: GatewayCore) -> FastAPI:
         code = _HTTP_ERROR_CODES.get(exc.status_code, "http_error")
         core.metrics.errors.labels(code).inc()
         return _error(exc.status_code, code, str(exc.detail))
+
+    @app.get(
+        "/v1/assignment",
+        responses={**_ERRORS, 204: {"description": "Not claimed yet: ask again"}},
+        response_model=Assignment,
+        response_model_exclude_none=True,
+        response_model_by_alias=True,
+    )
+    async def get_assignment(
+        credentials: Credentials,
+        wait: Annotated[float, Query(ge=0, le=MAX_WAIT_SECONDS)] = DEFAULT_WAIT_SECONDS,
+    ) -> Assignment | Response:
+        """A SandboxPool's sandbox's task (its task.json), once the operator has claimed the sandbox for one:
+        waits up to `wait` seconds for the claim, then 204. Any other caller: 403."""
+        answer = await assignment(core, None if credentials is None else credentials.credentials, wait)
+        return Response(status_code=204) if answer is None else answer
 
     @app.get("/v1/servers", responses=_ERRORS)
     async def list_servers(ctx: Caller) -> ServersAnswer:

@@ -250,6 +250,8 @@ async def run_task(
     unknown = [name for name in task.spec.mcp_servers if name not in servers]
     if unknown:
         raise TaskError(f"unknown MCP server(s) {unknown}; the servers file defines {sorted(servers)}")
+    if task.spec.pool_ref is not None:  # a cluster's SandboxPool: here every run starts its own sandbox anyway
+        log.info("no pools locally: a fresh sandbox runs the task", extra={"poolRef": task.spec.pool_ref.name})
     declarations = [*(servers[name].pii for name in task.spec.mcp_servers), task.spec.pii]
     names_and_places = sorted(presidio_detector.NER_ENTITIES & combine(DEFAULT_MINIMUM, declarations).entities)
     if names_and_places and (missing := presidio_detector.available()) is not None:

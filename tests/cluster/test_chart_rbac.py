@@ -17,6 +17,7 @@ from kubernetes import client, config
 from kubernetes.client.exceptions import ApiException
 
 from gateway.cluster.auth import ClusterAuthenticator
+from gateway.cluster.claims import ClaimIndex
 from gateway.cluster.directory import KubeDirectory
 from gateway.cluster.server_status import ServerStatusReporter
 from gateway.cluster.servers import ClusterServers
@@ -121,8 +122,16 @@ def test_gateway_resolves_tokens_with_the_charts_rbac_only(
     )
     kubeconfig = _kubeconfig_for(cluster, "rel-mcpexec-gateway", tmp_path / "gateway.kubeconfig")
     directory = KubeDirectory(config.new_client_from_config(config_file=str(kubeconfig)))
-    context = asyncio.run(ClusterAuthenticator(directory, "mcpexec-gateway", cache_seconds=0).authenticate(task_token))
+    context = asyncio.run(
+        ClusterAuthenticator(directory, "mcpexec-gateway", ClaimIndex(directory), cache_seconds=0).authenticate(
+            task_token
+        )
+    )
     assert context.task.task_id == f"{namespace}/caller"
+    # The claim index: every AgentTask listed, then watched (a 403 would raise here).
+    claims = ClaimIndex(directory)
+    asyncio.run(claims.load())
+    directory.watch_agent_tasks(claims.resource_version, 1, lambda _kind, _document: None)
     # And nothing beyond: the gateway cannot read Secrets unless headerSecrets is on.
     try:
         directory.secret_value(namespace, "anything", "key")

@@ -14,6 +14,7 @@ import pytest
 from kubernetes import client, config
 
 from gateway.cluster.auth import ClusterAuthenticator
+from gateway.cluster.claims import ClaimIndex
 from gateway.cluster.directory import KubeDirectory
 from gateway.errors import Unauthenticated
 from tests.cluster.kube import create_task, job_pod, play_kubelet, task_status, wait_for, wait_phase
@@ -31,7 +32,8 @@ def _token(namespace: str, service_account: str, audience: str = AUDIENCE) -> st
 
 def _authenticator(cluster: ControlPlane) -> ClusterAuthenticator:
     api = config.new_client_from_config(config_file=str(cluster.kubeconfig))
-    return ClusterAuthenticator(KubeDirectory(api), AUDIENCE, cache_seconds=0)
+    directory = KubeDirectory(api)
+    return ClusterAuthenticator(directory, AUDIENCE, ClaimIndex(directory), cache_seconds=0)
 
 
 def _refused(auth: ClusterAuthenticator, token: str) -> str:

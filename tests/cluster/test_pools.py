@@ -310,3 +310,56 @@ def test_deleting_a_pool_removes_idle_sandboxes_and_waits_for_claimed_ones(
         return False
 
     wait_for(pool_gone, what="pool deleted")
+
+
+def test_a_pod_made_to_look_like_an_idle_sandbox_is_never_claimed(
+    operator: kopf.testing.KopfRunner, namespace: str, api: dict[str, Any]
+) -> None:
+    """Whoever may create pods in the namespace can copy a sandbox's labels, its template hash and the pool as its
+    owner. Such a pod, ready and older than the real one, is not counted, and a task never gets it (it would run
+    another user's task as that task); one naming the pool as owner is deleted."""
+    _servers(namespace, "crm", "files")
+    [real] = _warm_pool(namespace, "guarded", 1)
+    pool = _read_pool(namespace, "guarded")
+    forged = []
+    for name, owned in (("forged-free", False), ("forged-owned", True)):
+        meta = {"name": name, "labels": real.metadata.labels}
+        if owned:
+            meta["ownerReferences"] = [
+                {
+                    "apiVersion": f"{GROUP}/{VERSION}",
+                    "kind": "SandboxPool",
+                    "name": "guarded",
+                    "uid": pool["metadata"]["uid"],
+                }
+            ]
+        spec = client.ApiClient().sanitize_for_serialization(real.spec)
+        spec.pop("nodeName", None)
+        forged.append(api["core"].create_namespaced_pod(namespace, {"metadata": meta, "spec": spec}))
+    play_kubelet(forged[0], "Running")  # the owned one may be gone already
+    wait_for(
+        lambda: not any(p.metadata.name == "forged-owned" for p in _pods(namespace, "guarded")),
+        what="owned forgery deleted",
+    )
+    assert _read_pool(namespace, "guarded")["status"]["replicas"] == 1, "the forgery is not counted"
+    # The real sandbox replaced by a younger one: the free forgery is now the oldest ready pod with the labels.
+    api["core"].delete_namespaced_pod(real.metadata.name, namespace, grace_period_seconds=0)
+    [fresh] = wait_for(
+        lambda: (
+            (
+                pods := [
+                    p
+                    for p in _pods(namespace, "guarded", "idle")
+                    if p.metadata.name not in ("forged-free", real.metadata.name)
+                ]
+            )
+            and pods
+        ),
+        what="a new sandbox",
+    )
+    _ready([fresh])
+    create_task(namespace, agenttask("victim", poolRef={"name": "guarded"}, mcpServers=["crm"]))
+    status = wait_for(lambda: (s := task_status(namespace, "victim")).get("claim", {}).get("podName") and s)
+    assert status["claim"]["podUID"] == fresh.metadata.uid
+    free = api["core"].read_namespaced_pod("forged-free", namespace)
+    assert free.metadata.labels[SANDBOX_STATE_LABEL] == "idle" and TASK_LABEL not in free.metadata.labels

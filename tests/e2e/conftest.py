@@ -15,6 +15,7 @@ import pytest
 from kubernetes import client
 
 from tests.e2e.node import Node, node
+from tests.e2e.release import install_release
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -34,6 +35,12 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 def e2e_node() -> Iterator[Node]:
     with node() as the_node, the_node.cp.as_default_client():
         yield the_node
+
+
+@pytest.fixture(scope="module")
+def release(e2e_node: Node) -> str:
+    """The chart, installed once per node (each module has its own node)."""
+    return install_release(e2e_node)
 
 
 @pytest.fixture

@@ -22,49 +22,12 @@ from mcp.client.streamable_http import streamable_http_client
 
 from runtime.contract import SANDBOX_UID
 from tests.e2e.node import Node
-from tests.e2e.node_artifacts import PROJECT_VERSION, kubectl_binary, project_image
+from tests.e2e.node_artifacts import PROJECT_VERSION, kubectl_binary
 from tests.e2e.node_network import host_ip
-from tests.e2e.pods import pod, run_to_completion, wait_phase
-from tests.support.chart import CHART, HELM
+from tests.e2e.pods import pod, run_to_completion
+from tests.e2e.release import API_VERSION, GROUP, PLURAL, VAULT, crm_server, wait_task
 
 pytestmark = pytest.mark.e2e
-
-GROUP, API_VERSION, PLURAL = "mcpexec.dev", "v1alpha1", "agenttasks"
-
-
-RELEASE_NAMESPACE = "mcpexec-system"
-WORKSPACE_SIZE = "32Mi"  # the release's (tasks.workspaceSize): small, so a task can go over it quickly
-VAULT = f"mcpexec-redis.{RELEASE_NAMESPACE}.svc.cluster.local"  # the chart's bundled Redis Service
-
-
-@pytest.fixture(scope="module")
-def release(e2e_node: Node) -> str:
-    """The chart installed in mcpexec-system as a user would, its bundled Redis from our redis image (the
-    chart's default redis:7.2-alpine cannot be pulled here)."""
-    for name in ("controller", "gateway", "runtime", "redis"):
-        e2e_node.import_image(project_image(name))
-    started = time.monotonic()
-    out = subprocess.run(
-        [str(HELM), "install", "mcpexec", str(CHART), "-n", RELEASE_NAMESPACE, "--create-namespace", "--wait",
-         "--timeout", "180s", "--set", "images.redis.repository=mcpexec/redis",
-         "--set", f"images.redis.tag={PROJECT_VERSION}", "--set", f"tasks.workspaceSize={WORKSPACE_SIZE}"],
-        capture_output=True, text=True, env=e2e_node.cp.env(),
-    )  # fmt: skip
-    assert out.returncode == 0, out.stderr
-    print(f"helm install --wait: {time.monotonic() - started:.1f}s")
-    return RELEASE_NAMESPACE
-
-
-def wait_task(
-    custom: client.CustomObjectsApi, name: str, namespace: str = "default", timeout: float = 150
-) -> dict[str, Any]:
-    deadline = time.monotonic() + timeout
-    while True:
-        task = custom.get_namespaced_custom_object(GROUP, API_VERSION, namespace, PLURAL, name)
-        if task.get("status", {}).get("phase") in ("Succeeded", "Failed", "TimedOut"):
-            return task  # type: ignore[no-any-return]
-        assert time.monotonic() < deadline, task.get("status")
-        time.sleep(0.5)
 
 
 def test_a_direct_code_task_runs_under_gvisor_and_its_result_lands_in_status(e2e_node: Node, release: str) -> None:
@@ -149,38 +112,6 @@ async def _sent_messages(url: str) -> list[dict[str, Any]]:
     return list(answer.structured_content["result"])
 
 
-def _crm_server(core: client.CoreV1Api, custom: client.CustomObjectsApi, namespace: str) -> str:
-    """Our demo MCP server in a pod (the gateway image) behind Service `crm`, and MCPServer `crm` naming it over
-    streamable HTTP; returns the pod's IP once it is Ready (listening)."""
-    demo = {
-        "metadata": {"name": "crm", "labels": {"app": "crm"}},
-        "spec": {
-            "automountServiceAccountToken": False,
-            "containers": [{
-                "name": "crm", "image": f"docker.io/mcpexec/gateway:{PROJECT_VERSION}", "imagePullPolicy": "Never",
-                "command": ["python3", "-m", "mcpexec.demo_server", "--http", "8080", "--host", "0.0.0.0"],
-                "ports": [{"containerPort": 8080}],
-                "readinessProbe": {"tcpSocket": {"port": 8080}, "periodSeconds": 1},
-            }],
-        },
-    }  # fmt: skip
-    core.create_namespaced_pod(namespace, demo)
-    core.create_namespaced_service(
-        namespace, {"metadata": {"name": "crm"}, "spec": {"selector": {"app": "crm"}, "ports": [{"port": 8080}]}}
-    )
-    custom.create_namespaced_custom_object(GROUP, API_VERSION, namespace, "mcpservers", {
-        "apiVersion": f"{GROUP}/{API_VERSION}", "kind": "MCPServer", "metadata": {"name": "crm"},
-        "spec": {"transport": "streamableHttp", "url": f"http://crm.{namespace}.svc.cluster.local:8080/mcp"},
-    })  # fmt: skip
-    running = wait_phase(core, namespace, "crm", {"Running"})
-    deadline = time.monotonic() + 60
-    while not any(c.type == "Ready" and c.status == "True" for c in running.status.conditions or []):
-        assert time.monotonic() < deadline, running.status
-        time.sleep(0.5)
-        running = core.read_namespaced_pod("crm", namespace)
-    return str(running.status.pod_ip)
-
-
 def test_a_task_calls_a_real_mcp_server_through_the_gateway_and_reaches_nothing_else(
     e2e_node: Node, release: str, core: client.CoreV1Api, namespace: str
 ) -> None:
@@ -191,7 +122,7 @@ def test_a_task_calls_a_real_mcp_server_through_the_gateway_and_reaches_nothing_
     the gateway, which admits task pods only, nor its ops port (metrics, docs), nor the vault, which admits the
     gateway only."""
     custom = client.CustomObjectsApi()
-    crm_ip = _crm_server(core, custom, namespace)
+    crm_ip = crm_server(core, custom, namespace)
     api_port = e2e_node.cp.url.rsplit(":", 1)[1]
     targets = [
         ("crm-service", f"crm.{namespace}.svc.cluster.local", 8080),
@@ -267,7 +198,7 @@ def test_skills_saved_by_one_task_are_loaded_by_the_next_from_the_pvc(
     """The operator's skills PVC (no provisioner on this node: the test makes a hostPath PV for it) keeps a skill
     one task saved; a read-only task of the same owner loads and runs it."""
     custom = client.CustomObjectsApi()
-    _crm_server(core, custom, namespace)
+    crm_server(core, custom, namespace)
     volume = Path(tempfile.mkdtemp(prefix="mcpexec-e2e-skills-"))
     os.chown(volume, SANDBOX_UID, SANDBOX_UID)  # a hostPath is not chowned to the pod's fsGroup
     pv = f"skills-{namespace}"
@@ -385,7 +316,7 @@ def test_a_hostile_task_against_the_shared_gateway(
     schema errors: nothing raw reaches the task. Then a backreference pattern is refused by the operator, and a task
     writing past its workspace size is evicted and fails saying so."""
     custom = client.CustomObjectsApi()
-    crm_ip = _crm_server(core, custom, namespace)
+    crm_ip = crm_server(core, custom, namespace)
     _apply(e2e_node, namespace, "hostile", {
         "timeoutSeconds": 120, "mcpServers": ["crm"], "code": ABUSE_CODE,
         "pii": {"customPatterns": [{"name": "RUN", "regex": "(a+)+b"}]},

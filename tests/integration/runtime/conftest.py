@@ -49,8 +49,11 @@ class RuntimeHarness:
         spec.setdefault("timeoutSeconds", 30)
         return parse_agenttask(agenttask(name, **spec))
 
-    def run(self, task: AgentTask, *, task_json: str | None = None, token: str | None = None) -> RuntimeRun:
-        """One `python3 -S -m runtime`; `task_json` and `token` replace the real ones (broken-input tests)."""
+    def run(
+        self, task: AgentTask, *, task_json: str | None = None, token: str | None = None, await_assignment: bool = False
+    ) -> RuntimeRun:
+        """One `python3 -S -m runtime`; `task_json` and `token` replace the real ones (broken-input tests);
+        `await_assignment` runs it as a SandboxPool's sandbox (it asks the gateway for its task)."""
         run_dir = Path(tempfile.mkdtemp(prefix=f"{task.metadata.name}-", dir=self.root / "runs"))
         workspace, etc = run_dir / "workspace", run_dir / "etc"
         workspace.mkdir(parents=True)
@@ -66,6 +69,8 @@ class RuntimeHarness:
             "MCPEXEC_WORKSPACE": str(workspace),
             "MCPEXEC_SKILLS": str(self.root / "skills"),
         }
+        if await_assignment:
+            env["MCPEXEC_AWAIT_ASSIGNMENT"] = "1"
         if self.gateway.socket_path is None:  # the cluster's way: a URL and a token file (projected SA token)
             (etc / "token").write_text(token + "\n")
             env |= {"MCPEXEC_GATEWAY_URL": self.gateway.base_url, "MCPEXEC_TOKEN_FILE": str(etc / "token")}

@@ -1,0 +1,55 @@
+"""`GET /v1/assignment`: a SandboxPool's sandbox asks which task it is to run.
+
+A warm sandbox starts with no task; it long-polls here until the operator claims it for one, then runs that task
+as a cold sandbox runs its task.json. Only a pool sandbox's token is answered (the assigner refuses any other), and
+only with the task whose claim names that very pod: a claim can be neither moved nor read by another sandbox.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from gateway.core import GatewayCore
+from gateway.errors import Forbidden, Unauthenticated
+from mcpexec.api.agenttask import runtime_task_config
+
+log = logging.getLogger("mcpexec.gateway.assignment")
+
+DEFAULT_WAIT_SECONDS = 20.0
+MAX_WAIT_SECONDS = 30.0
+
+
+class Assignment(BaseModel):
+    """The runtime's task config: exactly what a cold task's task.json holds (docs/contracts.md)."""
+
+    model_config = ConfigDict(populate_by_name=True)
+
+    namespace: str
+    name: str
+    uid: str
+    mode: Literal["code", "prompt"]
+    code: str | None = None
+    prompt: str | None = None
+    model: str | None = None
+    max_turns: int = Field(alias="maxTurns")
+    timeout_seconds: int = Field(alias="timeoutSeconds")
+
+
+async def assignment(core: GatewayCore, token: str | None, wait: float) -> Assignment | None:
+    """The task the caller's sandbox was claimed for, waiting up to `wait` seconds (None: not claimed yet)."""
+    if not token:
+        raise Unauthenticated("missing bearer token")
+    if core.assigner is None:
+        await core.authenticator.authenticate(token)  # a forged token is told so (401), a task's one is refused
+        raise Forbidden("this gateway serves no SandboxPool sandboxes: only a pool's sandbox has an assignment")
+    ctx = await core.assigner.assignment(token, min(wait, MAX_WAIT_SECONDS))
+    if ctx is None:
+        return None
+    task = ctx.task
+    log.info("sandbox assigned", extra={"task": ctx.task_id, "task_uid": ctx.uid})
+    return Assignment.model_validate(
+        runtime_task_config(task.metadata.namespace, task.metadata.name, ctx.uid, task.spec)
+    )
