@@ -64,9 +64,14 @@ def _wait_ready(custom: client.CustomObjectsApi, namespace: str, replicas: int, 
     return time.monotonic() - started
 
 
-def _idle_pods(core: client.CoreV1Api, namespace: str) -> list[str]:
+def _idle_pods(core: client.CoreV1Api, namespace: str, ready_only: bool = False) -> list[str]:
     pods = core.list_namespaced_pod(namespace, label_selector=f"{POOL_LABEL}={POOL},{SANDBOX_STATE_LABEL}=idle")
-    return sorted(p.metadata.name for p in pods.items if p.metadata.deletion_timestamp is None)
+    return sorted(
+        p.metadata.name
+        for p in pods.items
+        if p.metadata.deletion_timestamp is None
+        and (not ready_only or any(c.type == "Ready" and c.status == "True" for c in p.status.conditions or []))
+    )
 
 
 def _run_task(custom: client.CustomObjectsApi, namespace: str, name: str) -> tuple[dict[str, Any], float]:
@@ -150,10 +155,9 @@ def test_tasks_claim_warm_gvisor_sandboxes_once_each(
     victim = _idle_pods(core, namespace)[0]
     core.delete_namespaced_pod(victim, namespace, grace_period_seconds=0)
     deadline = time.monotonic() + 240
-    while victim in _idle_pods(core, namespace) or _pool_status(custom, namespace).get("readyReplicas", 0) < 2:
-        assert time.monotonic() < deadline, _pool_status(custom, namespace)
+    while (idle := _idle_pods(core, namespace, ready_only=True)) != sorted(set(idle) - {victim}) or len(idle) < 2:
+        assert time.monotonic() < deadline, (idle, _pool_status(custom, namespace))
         time.sleep(0.5)
-    assert victim not in _idle_pods(core, namespace) and len(_idle_pods(core, namespace)) == 2
     events = {e.reason for e in core.list_namespaced_event(namespace).items}
     assert {"Claimed", "Refilled"} <= events, events
     assert _pool_status(custom, namespace)["claimedReplicas"] == 0, "both tasks are done"
