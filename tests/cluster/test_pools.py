@@ -363,3 +363,31 @@ def test_a_pod_made_to_look_like_an_idle_sandbox_is_never_claimed(
     assert status["claim"]["podUID"] == fresh.metadata.uid
     free = api["core"].read_namespaced_pod("forged-free", namespace)
     assert free.metadata.labels[SANDBOX_STATE_LABEL] == "idle" and TASK_LABEL not in free.metadata.labels
+
+
+def test_a_pools_skills_and_a_claimed_sandbox_go_with_their_owners(
+    operator: kopf.testing.KopfRunner, namespace: str, api: dict[str, Any]
+) -> None:
+    """The template's skills PVC is made (and outlives the pool) and mounted as the template says; a claimed
+    sandbox is its task's: deleting the task deletes the pod (the real garbage collector)."""
+    _servers(namespace, "crm", "files")
+    [pod] = _warm_pool(namespace, "skilled", 1, skills={"owner": "data-team", "readOnly": True, "size": "2Gi"})
+    [volume] = [v for v in pod.spec.volumes if v.name == "skills"]
+    assert volume.persistent_volume_claim.claim_name == "skills-data-team" and volume.persistent_volume_claim.read_only
+    claim = api["core"].read_namespaced_persistent_volume_claim("skills-data-team", namespace)
+    assert claim.spec.resources.requests["storage"] == "2Gi" and not claim.metadata.owner_references
+    [mount] = [m for m in pod.spec.containers[0].volume_mounts if m.name == "skills"]
+    assert mount.mount_path == "/skills" and mount.read_only is True
+
+    create_task(namespace, agenttask("owner", poolRef={"name": "skilled"}, mcpServers=["crm"]))
+    wait_for(lambda: task_status(namespace, "owner").get("claim", {}).get("podName"))
+    _custom().delete_namespaced_custom_object(GROUP, VERSION, namespace, "agenttasks", "owner")
+
+    def pod_gone() -> bool:
+        try:
+            api["core"].read_namespaced_pod(pod.metadata.name, namespace)
+        except ApiException as exc:
+            return exc.status == 404
+        return False
+
+    wait_for(pod_gone, what="the claimed pod collected with its task")
