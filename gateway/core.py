@@ -10,6 +10,7 @@ import time
 from collections.abc import Callable
 
 from gateway.context import Assigner, Authenticator, TaskContext
+from gateway.executions.broker import ExecutionBroker
 from gateway.llm.proxy import LLMProxy
 from gateway.pii.detectors import Detector
 from gateway.pii.protection import DEFAULT_MINIMUM, protection_for
@@ -71,6 +72,8 @@ class GatewayCore:
         self.skill_seals = SkillSeals(self.catalog, skills_key or os.urandom(32))
         self.caller = ToolCaller(self.catalog, self.pool, self.tokenizer, self.usage, self.metrics)
         self.llm = LLMProxy(llm, self.tokenizer, self.usage, self.metrics)
+        # Interactive sessions: code for a sandbox's runtime, its outcome back (opened by whoever runs the sandboxes).
+        self.executions = ExecutionBroker(self.limits.max_request_bytes)
         self._reaper: asyncio.Task[None] | None = None
         self.active: dict[str, float] = {}  # task scope -> token expiry: whose per-task state to drop, and when
 
@@ -84,8 +87,10 @@ class GatewayCore:
         self._reaper = asyncio.create_task(self._reap_forever(reap_every_seconds), name="gateway-reaper")
 
     async def forget(self, scope: str) -> None:
-        """Drop a task's sessions, limiter, detectors and usage (its vault entries expire with their TTL)."""
+        """Drop a task's sessions (interactive and MCP), limiter, detectors and usage (its vault entries expire with
+        their TTL)."""
         self.active.pop(scope, None)
+        self.executions.end(scope, "the session's task ended")
         self.usage.forget(scope)
         self.rate_limits.forget(scope)
         self.tokenizer.forget(scope)

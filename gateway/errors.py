@@ -52,6 +52,24 @@ class NotFound(GatewayError):
     status, code = 404, "not_found"
 
 
+class NoSession(GatewayError):
+    """The caller has no open interactive session: it ended, or was never opened (a task's own token)."""
+
+    status, code = 403, "no_session"
+
+
+class SessionEnded(GatewayError):
+    """The interactive session is over (ended by its owner, its sandbox gone): nothing more runs in it."""
+
+    status, code = 410, "session_ended"
+
+
+class CodeTooLarge(GatewayError):
+    """An execution's code is over the gateway's request limit: the same bound as any request to it."""
+
+    status, code = 413, "request_too_large"
+
+
 class SkillRefused(GatewayError):
     """A skill's seal does not admit loading it in this task (tools/skill_seals.py)."""
 
@@ -109,3 +127,10 @@ class LLMUnavailable(GatewayError):
 
 class ToolTimeout(GatewayError):
     status, code = 504, "tool_timeout"
+
+
+class ExecutionTimeout(GatewayError):
+    """The session's runtime gave no outcome in time (the snippet's own limit, plus a grace for the round trip): the
+    snippet may still be running; the session goes on, and runs the next execution once the runtime is free."""
+
+    status, code = 504, "execution_timeout"

@@ -2,7 +2,8 @@
 
 In a SandboxPool's sandbox (MCPEXEC_AWAIT_ASSIGNMENT) there is no task.json: the runtime starts, imports all it
 runs with and opens its gateway connection while idle, then asks the gateway for its task until the operator claims
-the sandbox for one, and runs that one task exactly as a cold sandbox runs its own.
+the sandbox for one, and runs that one task exactly as a cold sandbox runs its own. A task of mode "session" (or
+MCPEXEC_SESSION, which has no task file either) is an interactive session: runtime/session.py.
 """
 
 from __future__ import annotations
@@ -11,9 +12,10 @@ import sys
 import time
 from typing import Any
 
-from runtime import client, skills, wrappers
+from runtime import client, session, skills, wrappers
 from runtime.agent import run_agent
 from runtime.config import Environment
+from runtime.contract import SESSION_MODE
 from runtime.executor import Executor
 from runtime.output import OutputLog
 from runtime.result import Result, Usage, write
@@ -38,6 +40,8 @@ def _run(env: Environment, task: dict[str, Any], usage: Usage, log: OutputLog) -
     executor = Executor(_namespace(), OUTPUT_LIMIT, log)
     # After the task is known, never before: an idle pool sandbox has no task, so no policy, and sees no tools.
     wrappers.install(env.workspace)
+    if task["mode"] == SESSION_MODE:
+        return Result("Succeeded", session.serve(executor), None, usage)
     if task["mode"] == "code":
         outcome = executor.run(task["code"], deadline - time.monotonic())
         return Result("Succeeded" if outcome.ok else "Failed", outcome.output, outcome.error, usage)
@@ -62,7 +66,10 @@ def main() -> int:
     usage = Usage()
     log = OutputLog(env.workspace / "output.log")
     try:
-        task = client.await_assignment() if env.await_assignment else env.task()
+        if env.session:
+            task: dict[str, Any] = {"mode": SESSION_MODE}
+        else:
+            task = client.await_assignment() if env.await_assignment else env.task()
         result = _run(env, task, usage, log)
     except client.ToolError as exc:
         result = Result("Failed", "", f"gateway: {exc}", usage)

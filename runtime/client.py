@@ -1,5 +1,6 @@
-"""The tool API agent code calls: list_servers, search_tools, get_tool, call_tool (docs/contracts.md), and a
-SandboxPool sandbox's wait for its task (await_assignment).
+"""The tool API agent code calls: list_servers, search_tools, get_tool, call_tool (docs/contracts.md), and the
+gateway's long polls: a SandboxPool sandbox's wait for its task (await_assignment), a session's wait for its next
+execution (long_poll).
 
 Plain blocking HTTP to the gateway over a Unix socket (local mode) or TCP (cluster); the gateway holds
 every credential and tokenizes personal data before anything reaches this process.
@@ -24,9 +25,9 @@ _TIMEOUT_SECONDS = 300.0
 _RETRYABLE = frozenset({"server_unavailable", "rate_limited"})
 _RETRY_FOR_SECONDS = 60.0
 _RETRY_BACKOFF_CEILING = 8.0
-# A pool sandbox's long poll for its task: how long the gateway may hold each one, and the backoff while the
-# gateway cannot be reached (starting, restarting): short, since a claimed sandbox's task is waiting.
-ASSIGNMENT_WAIT_SECONDS = 20
+# A long poll (a pool sandbox's task, a session's next execution): how long the gateway may hold each one, and the
+# backoff while the gateway cannot be reached (starting, restarting): short, since a task or a caller is waiting.
+LONG_POLL_WAIT_SECONDS = 20
 _UNREACHABLE_BACKOFF_FIRST, _UNREACHABLE_BACKOFF_CEILING = 0.1, 2.0
 
 
@@ -99,9 +100,9 @@ class Gateway:
             time.sleep(wait)
             backoff = min(backoff * 2, _RETRY_BACKOFF_CEILING)
 
-    def assignment(self, wait_seconds: int) -> dict[str, Any] | None:
-        """One long poll: this sandbox's task config (task.json's shape), or None while it is not claimed."""
-        answer: dict[str, Any] | None = self._send("GET", f"{ASSIGNMENT_PATH}?wait={wait_seconds}", None)
+    def poll(self, path: str, wait_seconds: int) -> dict[str, Any] | None:
+        """One long poll of `path`: its answer, or None when the gateway had nothing within `wait_seconds` (204)."""
+        answer: dict[str, Any] | None = self._send("GET", f"{path}?wait={wait_seconds}", None)
         return answer
 
     def _send(self, method: str, path: str, payload: bytes | None) -> Any:
@@ -143,22 +144,27 @@ def gateway() -> Gateway:
 
 
 def await_assignment() -> dict[str, Any]:
-    """Ask the gateway for this pool sandbox's task until the operator has claimed the sandbox for one. Not claimed
-    yet (204): ask again at once (the gateway holds each poll). The gateway away (no connection, 5xx, 429): ask
-    again after a short backoff. Refused (401, 403, any other 4xx): ToolError, the sandbox has no task to run."""
+    """This pool sandbox's task, once the operator has claimed the sandbox for one."""
+    return long_poll(ASSIGNMENT_PATH)
+
+
+def long_poll(path: str) -> dict[str, Any]:
+    """Ask the gateway at `path` until it answers something. Nothing yet (204): ask again at once (the gateway
+    holds each poll). The gateway away (no connection, 5xx, 429): ask again after a short backoff. Refused (401,
+    403, 410, any other 4xx): ToolError, there is nothing to wait for."""
     gw = gateway()
     backoff = _UNREACHABLE_BACKOFF_FIRST
     while True:
         try:
-            task = gw.assignment(ASSIGNMENT_WAIT_SECONDS)
+            answer = gw.poll(path, LONG_POLL_WAIT_SECONDS)
         except ToolError as exc:
             if exc.status < 500 and exc.status != 429:
                 raise
         except (OSError, http.client.HTTPException, ValueError):  # ValueError: a body that is not JSON
             pass
         else:
-            if task is not None:
-                return task
+            if answer is not None:
+                return answer
             backoff = _UNREACHABLE_BACKOFF_FIRST
             continue
         time.sleep(backoff)

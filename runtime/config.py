@@ -21,6 +21,7 @@ class Environment:
     workspace: Path
     skills: Path
     await_assignment: bool = False
+    session: bool = False
 
     @classmethod
     def from_env(cls) -> Environment:
@@ -34,6 +35,7 @@ class Environment:
             workspace=Path(os.environ.get(contract.WORKSPACE_ENV, contract.WORKSPACE)),
             skills=Path(os.environ.get(contract.SKILLS_ENV, contract.SKILLS)),
             await_assignment=bool(os.environ.get(contract.AWAIT_ASSIGNMENT_ENV)),
+            session=bool(os.environ.get(contract.SESSION_ENV)),
         )
 
     def bearer(self) -> str:

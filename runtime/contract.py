@@ -43,6 +43,13 @@ SKILLS_ENV = "MCPEXEC_SKILLS"
 # a long poll) until the operator claims the pod for one.
 AWAIT_ASSIGNMENT_ENV = "MCPEXEC_AWAIT_ASSIGNMENT"
 ASSIGNMENT_PATH = "/v1/assignment"
+# Set (local: `mcpexec serve`'s sandboxes) for an interactive session: no task file; the runtime long-polls
+# SESSION_NEXT_PATH for code to run and posts each outcome to SESSION_EXECUTIONS_PATH/<id>, until the gateway ends
+# the session. A claimed pool sandbox gets the same with a task config of mode "session" (docs/contracts.md).
+SESSION_ENV = "MCPEXEC_SESSION"
+SESSION_MODE = "session"
+SESSION_NEXT_PATH = "/v1/session/next"
+SESSION_EXECUTIONS_PATH = "/v1/session/executions"
 
 # The termination result: {phase, result, error?, usage: {USAGE_FIELDS}}, at most this many bytes (the kubelet's
 # limit on a termination message).

@@ -21,9 +21,29 @@ class SnippetTimeout(Exception):
 
 @dataclass(frozen=True)
 class Outcome:
+    """`output` is stdout and stderr interleaved as printed (what a task's result and the agent loop show);
+    `stdout` and `stderr` are each stream on its own (what a session's caller gets). Each is bounded head and tail."""
+
     output: str
     ok: bool
     error: str | None = None
+    stdout: str = ""
+    stderr: str = ""
+
+
+class _Tee:
+    """One of the snippet's streams: written to the interleaved buffer and to its own."""
+
+    def __init__(self, merged: BoundedBuffer, own: BoundedBuffer) -> None:
+        self._merged = merged
+        self.own = own
+
+    def write(self, text: str) -> int:
+        self.own.write(text)
+        return self._merged.write(text)
+
+    def flush(self) -> None:
+        return None
 
 
 def _on_alarm(_signum: int, _frame: FrameType | None) -> None:
@@ -42,24 +62,25 @@ class Executor:
         self._snippets = 0
 
     def run(self, code: str, timeout_seconds: float) -> Outcome:
-        buffer = BoundedBuffer(self._output_limit // 2, self._log)
+        keep = self._output_limit // 2
+        merged = BoundedBuffer(keep, self._log)
+        stdout, stderr = _Tee(merged, BoundedBuffer(keep)), _Tee(merged, BoundedBuffer(keep))
         previous = signal.signal(signal.SIGALRM, _on_alarm)
         # A zero interval would disarm the timer: an exhausted budget still gets a (tiny) limit.
         signal.setitimer(signal.ITIMER_REAL, max(timeout_seconds, 0.001))
+        error = None
         try:
-            with contextlib.redirect_stdout(buffer), contextlib.redirect_stderr(buffer):
+            with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stderr):
                 self._execute(code)
         except BaseException as exc:  # the agent's code may raise anything; it becomes its output
             if isinstance(exc, KeyboardInterrupt):
                 raise
-            detail = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
-            tb = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__)[-6:])
-            buffer.write(tb)
-            return Outcome(output=buffer.getvalue(), ok=False, error=detail)
+            error = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+            stderr.write("".join(traceback.format_exception(type(exc), exc, exc.__traceback__)[-6:]))
         finally:
             signal.setitimer(signal.ITIMER_REAL, 0)
             signal.signal(signal.SIGALRM, previous)
-        return Outcome(output=buffer.getvalue(), ok=True)
+        return Outcome(merged.getvalue(), error is None, error, stdout.own.getvalue(), stderr.own.getvalue())
 
     def _execute(self, code: str) -> None:
         # Registered with linecache so tracebacks show the lines and inspect.getsource works (skills).

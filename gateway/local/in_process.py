@@ -5,6 +5,7 @@ Tasks are registered here (no apiserver): each gets an HS256 JWT whose lifetime 
 
 from __future__ import annotations
 
+from gateway.context import TaskContext
 from gateway.core import GatewayCore
 from gateway.local.auth import LocalTaskAuthority
 from gateway.pii import presidio_detector
@@ -74,6 +75,13 @@ class LocalGateway:
         """Admit a task for `ttl_seconds`; returns its bearer token (claims: sub, uid, aud, iat, exp)."""
         _context, token = self._authority.register(task, ttl_seconds)
         return token
+
+    def open_session(self, task: AgentTask, ttl_seconds: int) -> tuple[TaskContext, str]:
+        """Admit a task as an interactive session for `ttl_seconds`: its context (whose scope keys its executions in
+        `core.executions`) and the bearer token of the sandbox that runs them. Ended by `unregister_task`."""
+        context, token = self._authority.register(task, ttl_seconds)
+        self.core.executions.open(context.scope)
+        return context, token
 
     async def unregister_task(self, task_id: str) -> None:
         """Refuse the task's token from now on and close its MCP sessions."""

@@ -15,6 +15,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from gateway.context import TaskContext
 from gateway.core import GatewayCore
 from gateway.errors import ErrorBody, ErrorResponse, GatewayError
+from gateway.executions.broker import Execution, ExecutionOutcome
 from gateway.llm import stream
 from gateway.llm.proxy import ChatCompletionRequest, ChatCompletionResponse
 from gateway.tools import wrapper_source
@@ -112,6 +113,26 @@ def create_app(core: GatewayCore) -> FastAPI:
         waits up to `wait` seconds for the claim, then 204. Any other caller: 403."""
         answer = await assignment(core, None if credentials is None else credentials.credentials, wait)
         return Response(status_code=204) if answer is None else answer
+
+    @app.get(
+        "/v1/session/next",
+        responses={**_ERRORS, 204: {"description": "Nothing to run yet: ask again"}},
+        response_model=Execution,
+        response_model_by_alias=True,
+    )
+    async def next_execution(
+        ctx: Caller, wait: Annotated[float, Query(ge=0, le=MAX_WAIT_SECONDS)] = DEFAULT_WAIT_SECONDS
+    ) -> Execution | Response:
+        """An interactive session's runtime asks for its next execution: waits up to `wait` seconds, then 204;
+        403 `no_session` once the session is over (or for a task that has none)."""
+        execution = await core.executions.next(ctx.scope, wait)
+        return Response(status_code=204) if execution is None else execution
+
+    @app.post("/v1/session/executions/{execution_id}", responses=_ERRORS, status_code=204)
+    async def complete_execution(ctx: Caller, execution_id: str, outcome: ExecutionOutcome) -> None:
+        """The runtime's outcome of an execution it was given (the gateway bounds each stream again); 404 when its
+        caller gave up on it."""
+        core.executions.complete(ctx.scope, execution_id, outcome)
 
     @app.get("/v1/servers", responses=_ERRORS)
     async def list_servers(ctx: Caller) -> ServersAnswer:

@@ -30,7 +30,7 @@ class Assignment(BaseModel):
     namespace: str
     name: str
     uid: str
-    mode: Literal["code", "prompt"]
+    mode: Literal["code", "prompt", "session"]
     code: str | None = None
     prompt: str | None = None
     model: str | None = None

@@ -5,9 +5,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import Iterator
+from typing import Literal
 
 import uvicorn
-from starlette.applications import Starlette
+from starlette.types import ASGIApp
 
 from gateway.web.bounded_http import BoundedHttpToolsProtocol
 
@@ -25,8 +26,17 @@ class _EmbeddedServer(uvicorn.Server):
 
 
 class BackgroundServer:
-    def __init__(self, app: Starlette, *, uds: str | None = None, host: str = "127.0.0.1", port: int = 0) -> None:
-        config = uvicorn.Config(app, uds=uds, host=host, port=port, log_level="warning", lifespan="off", http=HTTP)
+    def __init__(
+        self,
+        app: ASGIApp,
+        *,
+        uds: str | None = None,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        lifespan: Literal["on", "off"] = "off",
+    ) -> None:
+        """`lifespan="on"` for an app with startup work of its own (the MCP front door's session manager)."""
+        config = uvicorn.Config(app, uds=uds, host=host, port=port, log_level="warning", lifespan=lifespan, http=HTTP)
         self._server = _EmbeddedServer(config)
         self._task: asyncio.Task[None] | None = None
 

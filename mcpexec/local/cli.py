@@ -1,13 +1,16 @@
-"""The `mcpexec` command: `mcpexec run TASK.yaml [--servers SERVERS.yaml]`."""
+"""The `mcpexec` command: `mcpexec run TASK.yaml [--servers SERVERS.yaml]`, and `mcpexec serve [--servers
+SERVERS.yaml] [--warm N] [--http PORT]` (an MCP server whose execute_code runs in local sandboxes)."""
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import io
 import json
 import logging
 import os
+import signal
 import sys
 from pathlib import Path
 
@@ -28,7 +31,9 @@ from mcpexec.local.run import (
 from mcpexec.local.sandbox.base import Sandbox, SandboxError
 from mcpexec.local.sandbox.process import UnsafeProcessSandbox
 from mcpexec.local.sandbox.runsc import RunscSandbox
+from mcpexec.local.serve import serve_http, serve_stdio
 from mcpexec.local.servers import embedded_servers, load_servers_file
+from mcpexec.local.sessions import LocalSessions
 from mcpexec.local.terminal import neutralised
 from mcpexec.local.yaml_files import YamlFileError, load_documents
 
@@ -108,28 +113,64 @@ def report(outcome: LocalOutcome, raw: bool) -> None:
     )
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="mcpexec", description="Run AgentTasks locally under gVisor.")
-    sub = parser.add_subparsers(dest="command", required=True)
-    run = sub.add_parser("run", help="run one AgentTask YAML in a local sandbox")
-    run.add_argument("task", type=Path, help="the AgentTask YAML (the same file kubectl apply takes)")
-    run.add_argument("--servers", type=Path, help="MCP servers file (default: the embedded demo server)")
-    run.add_argument("--unsafe-no-sandbox", action="store_true", help="run without gVisor (NOT isolated)")
-    run.add_argument("--raw", action="store_true", help="print the result's control characters as they are")
-    run.add_argument(
+async def serve(sessions: LocalSessions, http_port: int | None) -> None:
+    """Until the MCP client leaves (stdio), SIGINT or SIGTERM; every sandbox is ended on the way out."""
+    serving = asyncio.current_task()
+    assert serving is not None
+    for stop in (signal.SIGINT, signal.SIGTERM):
+        asyncio.get_running_loop().add_signal_handler(stop, serving.cancel)
+    await sessions.start()
+    try:
+        await (serve_stdio(sessions) if http_port is None else serve_http(sessions, http_port))
+    finally:
+        await sessions.close()
+
+
+def _common(command: argparse.ArgumentParser) -> None:
+    command.add_argument("--servers", type=Path, help="MCP servers file (default: the embedded demo server)")
+    command.add_argument("--unsafe-no-sandbox", action="store_true", help="run without gVisor (NOT isolated)")
+    command.add_argument(
         "--workspace-size",
         default=DEFAULT_WORKSPACE_SIZE,
         help=f"bound of /workspace, bytes and files, as a quantity from {' to '.join(WORKSPACE_SIZE_RANGE)} "
         f"(default {DEFAULT_WORKSPACE_SIZE}: one file or directory per 16 KiB); past it a write fails with ENOSPC",
     )
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="mcpexec", description="Run AgentTasks locally under gVisor.")
+    sub = parser.add_subparsers(dest="command", required=True)
+    run = sub.add_parser("run", help="run one AgentTask YAML in a local sandbox")
+    run.add_argument("task", type=Path, help="the AgentTask YAML (the same file kubectl apply takes)")
+    run.add_argument("--raw", action="store_true", help="print the result's control characters as they are")
+    _common(run)
+    serve_command = sub.add_parser(
+        "serve", help="an MCP server (stdio, or streamable HTTP on loopback) whose execute_code runs in sandboxes"
+    )
+    serve_command.add_argument(
+        "--warm", type=int, default=0, metavar="N", help="sandboxes kept started ahead of the sessions (default 0)"
+    )
+    serve_command.add_argument(
+        "--http", type=int, metavar="PORT", help="serve streamable HTTP on 127.0.0.1:PORT/mcp instead of stdio"
+    )
+    _common(serve_command)
     args = parser.parse_args(argv)
     level = os.environ.get("MCPEXEC_LOG_LEVEL", "WARNING").upper()
     configure_logs(logging.getLevelNamesMapping().get(level, logging.WARNING))
     try:
-        task = load_task(args.task)
         servers = load_servers(args.servers)
         workspace_bytes = parse_workspace_size(args.workspace_size)
         sandbox = choose_sandbox(args.unsafe_no_sandbox)
+        if args.command == "serve":
+            if args.warm < 0:
+                raise UsageError("--warm takes a number of sandboxes, 0 or more")
+            sessions = LocalSessions(
+                servers, sandbox, args.warm, workspace_bytes, os.environ.get("REDIS_URL"), llm_from_env()
+            )
+            with contextlib.suppress(asyncio.CancelledError):
+                asyncio.run(serve(sessions, args.http))
+            return 0
+        task = load_task(args.task)
         outcome = asyncio.run(
             run_task(task, servers, sandbox, os.environ.get("REDIS_URL"), llm_from_env(), workspace_bytes)
         )

@@ -13,6 +13,7 @@ import logging
 import os
 import shutil
 import tempfile
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,6 +26,7 @@ from gateway.pii.protection import DEFAULT_MINIMUM, combine
 from gateway.settings import LLMUpstream
 from mcpexec.api.agenttask import AgentTask, Phase, runtime_task_config
 from mcpexec.api.mcpserver import MCPServerSpec
+from mcpexec.api.pii import PiiDeclaration
 from mcpexec.api.result import RuntimeResult
 from mcpexec.api.sandbox import SCRATCH_SKILLS_SIZE
 from mcpexec.local.hostfs import UnsafeHostFile, read_beneath, sweep
@@ -191,7 +193,15 @@ def _skills_seal_key() -> bytes:
     return key
 
 
-def _prepare(task: AgentTask, keep_runs: int) -> RunPaths:
+def gateway_socket() -> Path:
+    """Where a local gateway serves its sandboxes: a fresh directory only they (and root) may enter. Unix socket
+    paths are limited to ~100 bytes: a short temporary directory."""
+    socket_dir = Path(tempfile.mkdtemp(prefix="mcpexec-gw-"))
+    _only_for_sandbox(socket_dir, 0o700)
+    return socket_dir / contract.SOCKET_NAME
+
+
+def prepare(task: AgentTask, keep_runs: int, socket: Path) -> RunPaths:
     """The run's directories: kept under the state root (workspace and output.log stay for inspection), with the
     `keep_runs` - 1 most recent other runs."""
     root = state_root()
@@ -208,9 +218,6 @@ def _prepare(task: AgentTask, keep_runs: int) -> RunPaths:
         json.dumps(runtime_task_config(task.metadata.namespace, task.metadata.name, task.metadata.uid or "", task.spec))
     )
     skills = task.spec.skills
-    # Unix socket paths are limited to ~100 bytes: the socket lives in a short temporary directory.
-    socket_dir = Path(tempfile.mkdtemp(prefix="mcpexec-gw-"))
-    _only_for_sandbox(socket_dir, 0o700)
     (root / "skills").mkdir(exist_ok=True)
     return RunPaths(
         workspace=_writable_by_sandbox(run_dir / "workspace"),
@@ -219,24 +226,72 @@ def _prepare(task: AgentTask, keep_runs: int) -> RunPaths:
         skills=root / "skills" / skills.owner if skills else _writable_by_sandbox(run_dir / "skills"),
         skills_bytes=int(parse_quantity(skills.size if skills else SCRATCH_SKILLS_SIZE)),
         skills_owned=skills is not None,
-        socket=socket_dir / contract.SOCKET_NAME,
+        socket=socket,
     )
 
 
-def _sandboxed(
-    sandbox: Sandbox, run: SandboxRun, paths: RunPaths, size_bytes: int
+def sandbox_run(task: AgentTask, paths: RunPaths, token: str, env: dict[str, str] | None = None) -> SandboxRun:
+    """The task's sandbox: its paths, the runtime's environment (plus `env`), the task's limits."""
+    return SandboxRun(
+        workspace=paths.workspace,
+        skills=paths.skills,
+        skills_read_only=bool(task.spec.skills and task.spec.skills.read_only),
+        task_dir=paths.task_dir,
+        socket_dir=paths.socket.parent,
+        env=contract.sandbox_environment(
+            gateway_url=contract.local_gateway_url(),
+            result_file=contract.LOCAL_RESULT_FILE,
+            tmpdir=contract.LOCAL_TMP,
+            token=token,
+        )
+        | (env or {}),
+        timeout_seconds=task.spec.timeout_seconds,
+        memory_bytes=_memory_bytes(task),
+        cpu_millicores=_cpu_millicores(task),
+    )
+
+
+def sandboxed(
+    sandbox: Sandbox, run: SandboxRun, paths: RunPaths, size_bytes: int, stop: threading.Event | None = None
 ) -> tuple[Completed, RuntimeResult | None]:
-    """The sandbox in its workspace and skills. Its result is read while the workspace is still the sandbox's own:
-    the plain copy the user gets has no links, so a result planted as a link would read as missing instead of
-    refused. The owner's skills are swept while they are still mounted."""
+    """The sandbox in its workspace and skills, until it ends or `stop` is set. Its result is read while the
+    workspace is still the sandbox's own: the plain copy the user gets has no links, so a result planted as a link
+    would read as missing instead of refused. The owner's skills are swept while they are still mounted."""
     with sandbox.skills(paths.skills, paths.skills_bytes, paths.skills_owned):
         with sandbox.workspace(run.workspace, size_bytes):
             _writable_by_sandbox(run.workspace / Path(contract.LOCAL_TMP).relative_to(contract.WORKSPACE))
-            completed = sandbox.run(run)
+            completed = sandbox.run(run, stop)
             outcome = completed, _read_result(run.workspace, completed)
         if paths.skills_owned:
             _sweep_skills(paths.skills)
     return outcome
+
+
+async def local_gateway(
+    servers: dict[str, MCPServerSpec],
+    declarations: list[PiiDeclaration],
+    redis_url: str | None = None,
+    llm: LLMUpstream | None = None,
+) -> LocalGateway:
+    """The in-process gateway for `servers` (each one's PII declarations, plus `declarations`): names and places
+    are detected (Presidio) when any of them, or the built-in minimum, asks for it; fails closed when it cannot."""
+    declared = [*(spec.pii for spec in servers.values()), *declarations]
+    names_and_places = sorted(presidio_detector.NER_ENTITIES & combine(DEFAULT_MINIMUM, declared).entities)
+    if names_and_places and (missing := presidio_detector.available()) is not None:
+        raise TaskError(f"the task's data must be checked for {', '.join(names_and_places)}: {missing}")
+    return LocalGateway(
+        servers,
+        redis_url=redis_url,
+        llm=llm,
+        pii_ner=bool(names_and_places),
+        skills_key=await asyncio.to_thread(_skills_seal_key),
+    )
+
+
+async def serve_sandboxes(gateway: LocalGateway, socket: Path) -> None:
+    """Start `gateway` on `socket`, which only the sandboxes' user (and root) may use."""
+    await gateway.start(str(socket))
+    _only_for_sandbox(socket, 0o600)
 
 
 async def run_task(
@@ -252,41 +307,18 @@ async def run_task(
         raise TaskError(f"unknown MCP server(s) {unknown}; the servers file defines {sorted(servers)}")
     if task.spec.pool_ref is not None:  # a cluster's SandboxPool: here every run starts its own sandbox anyway
         log.info("no pools locally: a fresh sandbox runs the task", extra={"poolRef": task.spec.pool_ref.name})
-    declarations = [*(servers[name].pii for name in task.spec.mcp_servers), task.spec.pii]
-    names_and_places = sorted(presidio_detector.NER_ENTITIES & combine(DEFAULT_MINIMUM, declarations).entities)
-    if names_and_places and (missing := presidio_detector.available()) is not None:
-        raise TaskError(f"the task's data must be checked for {', '.join(names_and_places)}: {missing}")
-    paths = await asyncio.to_thread(_prepare, task, kept_runs())
-    gateway = LocalGateway(
-        {name: servers[name] for name in task.spec.mcp_servers},
-        redis_url=redis_url,
-        llm=llm,
-        pii_ner=bool(names_and_places),
-        skills_key=await asyncio.to_thread(_skills_seal_key),
+    socket = await asyncio.to_thread(gateway_socket)
+    paths = await asyncio.to_thread(prepare, task, kept_runs(), socket)
+    gateway = await local_gateway(
+        {name: servers[name] for name in task.spec.mcp_servers}, [task.spec.pii], redis_url, llm
     )
     try:
-        await gateway.start(str(paths.socket))
-        _only_for_sandbox(paths.socket, 0o600)
+        await serve_sandboxes(gateway, socket)
         token = gateway.register_task(task, ttl_seconds=task.spec.timeout_seconds + 60)
-        run = SandboxRun(
-            workspace=paths.workspace,
-            skills=paths.skills,
-            skills_read_only=bool(task.spec.skills and task.spec.skills.read_only),
-            task_dir=paths.task_dir,
-            socket_dir=paths.socket.parent,
-            env=contract.sandbox_environment(
-                gateway_url=contract.local_gateway_url(),
-                result_file=contract.LOCAL_RESULT_FILE,
-                tmpdir=contract.LOCAL_TMP,
-                token=token,
-            ),
-            timeout_seconds=task.spec.timeout_seconds,
-            memory_bytes=_memory_bytes(task),
-            cpu_millicores=_cpu_millicores(task),
-        )
+        run = sandbox_run(task, paths, token)
         log.info("sandbox starting", extra={"task": task.task_id, "sandbox": sandbox.name, "run": str(paths.workspace)})
         started = time.monotonic()
-        completed, result = await asyncio.to_thread(_sandboxed, sandbox, run, paths, workspace_bytes)
+        completed, result = await asyncio.to_thread(sandboxed, sandbox, run, paths, workspace_bytes)
         log.info(
             "sandbox finished",
             extra={

@@ -39,8 +39,8 @@ if [ ! -x "$servers_venv/bin/mcp-server-time" ] || [ ! -x "$servers_venv/bin/mcp
   "$servers_venv/bin/pip" install -q 'mcp-server-time==2026.10.19' 'mcp-server-git==2026.10.19'
 fi
 
-if [ ! -d tests/mcp-servers/node_modules/@modelcontextprotocol ]; then
-  log "reference npm MCP servers"
+if [ ! -d tests/mcp-servers/node_modules/@modelcontextprotocol ] || [ ! -x tests/mcp-servers/node_modules/.bin/mcp-inspector ]; then
+  log "reference npm MCP servers and the MCP Inspector"
   npm ci --prefix tests/mcp-servers --no-audit --no-fund --loglevel=error >/dev/null
 fi
 

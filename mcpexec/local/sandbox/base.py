@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -58,4 +59,6 @@ class Sandbox(Protocol):
         bound it: an owner's persistent skills (`owned`), or the run's own that go with it."""
         ...
 
-    def run(self, run: SandboxRun) -> Completed: ...
+    def run(self, run: SandboxRun, stop: threading.Event | None = None) -> Completed:
+        """Runs the sandbox to its end, its deadline, or until `stop` is set (an interactive session's end)."""
+        ...

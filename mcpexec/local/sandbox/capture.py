@@ -50,15 +50,28 @@ class _Stream:
             return self._buffer.getvalue()
 
 
+def _kill_when(stop: threading.Event, proc: subprocess.Popen[bytes]) -> None:
+    stop.wait()
+    if proc.poll() is None:
+        proc.kill()
+
+
 def run_bounded(
-    argv: Sequence[str], timeout: float, cwd: Path | None = None, env: dict[str, str] | None = None
+    argv: Sequence[str],
+    timeout: float,
+    cwd: Path | None = None,
+    env: dict[str, str] | None = None,
+    stop: threading.Event | None = None,
 ) -> Completed:
-    """Runs `argv` with no stdin; past `timeout` seconds it is killed and the run counts as timed out."""
+    """Runs `argv` with no stdin; past `timeout` seconds it is killed and the run counts as timed out. Once `stop`
+    is set (the owner ends a session's sandbox early) it is killed too; the owner sets it in any case when done."""
     proc = subprocess.Popen(
         list(argv), cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE
     )
     assert proc.stdout is not None and proc.stderr is not None
     out, err = _Stream(proc.stdout), _Stream(proc.stderr)
+    if stop is not None:
+        threading.Thread(target=_kill_when, args=(stop, proc), name="sandbox-stop", daemon=True).start()
     try:
         code, timed_out = proc.wait(timeout), False
     except subprocess.TimeoutExpired:

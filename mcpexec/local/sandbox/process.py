@@ -6,6 +6,7 @@ import contextlib
 import logging
 import os
 import sys
+import threading
 from contextlib import AbstractContextManager
 from pathlib import Path
 
@@ -30,7 +31,7 @@ class UnsafeProcessSandbox:
         log.warning("skills not bounded without a sandbox", extra={"path": str(directory), "bound": size_bytes})
         return contextlib.nullcontext()
 
-    def run(self, run: SandboxRun) -> Completed:
+    def run(self, run: SandboxRun, stop: threading.Event | None = None) -> Completed:
         host_paths = {
             WORKSPACE: str(run.workspace),
             SKILLS: str(run.skills),
@@ -45,4 +46,6 @@ class UnsafeProcessSandbox:
                     value = value.replace(inside, host, 1)
                     break
             env[key] = value
-        return run_bounded([sys.executable, "-m", "runtime"], run.timeout_seconds + 10, cwd=run.workspace, env=env)
+        return run_bounded(
+            [sys.executable, "-m", "runtime"], run.timeout_seconds + 10, cwd=run.workspace, env=env, stop=stop
+        )

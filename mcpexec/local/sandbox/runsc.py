@@ -21,6 +21,7 @@ import json
 import shutil
 import subprocess
 import tempfile
+import threading
 import uuid
 from contextlib import AbstractContextManager
 from pathlib import Path
@@ -133,7 +134,7 @@ class RunscSandbox:
             return owner_skills(directory, size_bytes)
         return bounded_workspace(directory, size_bytes, what="skills", result_room=False)
 
-    def run(self, run: SandboxRun) -> Completed:
+    def run(self, run: SandboxRun, stop: threading.Event | None = None) -> Completed:
         with tempfile.TemporaryDirectory(prefix="mcpexec-runsc-") as tmp:
             bundle, state = Path(tmp) / "bundle", Path(tmp) / "state"
             (bundle / "rootfs").mkdir(parents=True)
@@ -149,7 +150,7 @@ class RunscSandbox:
                 )
             )
             try:
-                return run_bounded([*base, "run", "--bundle", str(bundle), container], deadline)
+                return run_bounded([*base, "run", "--bundle", str(bundle), container], deadline, stop=stop)
             finally:
                 subprocess.run([*base, "delete", "--force", container], capture_output=True, check=False)
                 watchdog_finished(watchdog)

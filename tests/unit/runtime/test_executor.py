@@ -51,3 +51,10 @@ def test_result_always_fits_the_termination_message() -> None:
     assert len(encoded.encode()) <= RESULT_LIMIT
     decoded = json.loads(encoded)
     assert decoded["phase"] == "Failed" and "truncated" in decoded["result"]
+
+
+def test_stdout_and_stderr_come_apart_and_together() -> None:
+    outcome = Executor({}, output_limit=1000).run("import sys\nprint('out')\nprint('err', file=sys.stderr)\n1/0", 5)
+    assert outcome.stdout == "out\n"
+    assert outcome.stderr.startswith("err\nTraceback") and "ZeroDivisionError" in outcome.stderr
+    assert outcome.output.startswith("out\nerr\nTraceback")

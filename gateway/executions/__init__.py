@@ -1,0 +1,1 @@
+"""Interactive sessions: code handed to a sandbox's runtime one execution at a time (broker.py)."""

@@ -1,0 +1,90 @@
+"""The MCP front door: code execution with MCP offered to any agent as one MCP tool, `execute_code`.
+
+An MCP server (the `mcp` SDK's MCPServer) whose `execute_code` runs Python in the caller's own session sandbox
+through the session broker, and whose `search_tools` answers the gateway's catalog for that session's policy without
+running anything. Which session a request belongs to is the host's to say (`SessionOf`): `mcpexec serve` keeps one
+sandbox per MCP session; the cluster's front door maps an MCP session to an AgentSession. The tool descriptions
+teach the runtime API, so a model needs nothing else to use it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Annotated, TypeVar
+
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from pydantic import Field
+
+from gateway.context import TaskContext
+from gateway.core import GatewayCore
+from gateway.errors import GatewayError
+from gateway.executions.broker import DEFAULT_TIMEOUT_SECONDS, MAX_TIMEOUT_SECONDS, ExecutionOutcome
+from gateway.tools.catalog import Detail, ToolsAnswer
+
+T = TypeVar("T")
+# The session of the request in `Context`: its task context (scope, policy), its sandbox ready or on its way.
+SessionOf = Callable[[Context], Awaitable[TaskContext]]
+
+INSTRUCTIONS = """Run Python in a secure sandbox whose code calls MCP tools through a gateway. Use execute_code for
+all work; its description lists the API. Variables persist between calls. Personal data appears as tokens such as
+[EMAIL_1]: pass them to tools as they are; the gateway puts the real values back only where a tool receives them."""
+
+EXECUTE_DESCRIPTION = """Run Python 3 code in this session's sandbox (gVisor, no network) and get its stdout, stderr and
+error back. Variables, imports and functions persist across calls; top-level `await` works. Print what you need:
+only printed output comes back, bounded to about 20,000 characters per stream (head and tail kept).
+
+Already defined, no import needed:
+- list_servers() -> [{"name", "description", "toolCount", "connected"}]
+- search_tools(query="", detail="name"|"description"|"full", server=None) -> tools matching every word of query
+  ("name": "server/tool" strings; "full": with inputSchema). Start with names, then details of the few you need.
+- get_tool("server/tool") -> the tool's full definition (description, inputSchema, outputSchema)
+- call_tool("server/tool", {...arguments}) -> its structuredContent, else its text; raises ToolError on failure
+- typed wrappers: `from servers.<server> import <tool>` then `<tool>(arg=...)` (non-identifier characters -> `_`)
+- skills: save_skill(name, function, description), list_skills(), load_skill(name) -> reusable code kept in /skills
+
+Filter and aggregate large tool results in code; print only the answer. Personal data in tool results reaches your
+code as tokens like [EMAIL_1] or [PHONE_2]: print them or pass them to call_tool as they are (the gateway puts the
+real values back only where a tool receives them); they are never detokenized in this tool's output. Files: /workspace
+is writable and kept for the session. A snippet past timeoutSeconds is stopped; the session and its variables stay."""
+
+SEARCH_DESCRIPTION = """Search the MCP tools this session's code may call, without running code: every word of
+`query` must occur in the tool's "server/tool" name or description. detail: "name" (names only, cheapest),
+"description", or "full" (with input and output schemas). Call them from execute_code with call_tool("server/tool",
+{...})."""
+
+
+def front_door(core: GatewayCore, session_of: SessionOf, name: str = "mcpexec") -> MCPServer:
+    """The MCP server over `core`'s session broker and catalog; every tool resolves its session with `session_of`."""
+    server: MCPServer = MCPServer(name, instructions=INSTRUCTIONS)
+
+    @server.tool(name="execute_code", description=EXECUTE_DESCRIPTION)
+    async def execute_code(
+        code: Annotated[str, Field(min_length=1, description="Python source; top-level await allowed")],
+        ctx: Context,
+        timeoutSeconds: Annotated[  # camelCase: the argument's name as MCP clients see it
+            float, Field(gt=0, le=MAX_TIMEOUT_SECONDS, description="stop the snippet after this many seconds")
+        ] = DEFAULT_TIMEOUT_SECONDS,
+    ) -> ExecutionOutcome:
+        session = await session_of(ctx)
+        return await _answer(core.executions.execute(session.scope, code, timeoutSeconds))
+
+    @server.tool(name="search_tools", description=SEARCH_DESCRIPTION)
+    async def search_tools(
+        ctx: Context,
+        query: Annotated[str, Field(max_length=500)] = "",
+        detail: Detail = "description",
+        server: str | None = None,
+    ) -> ToolsAnswer:
+        session = await session_of(ctx)
+        return await _answer(core.catalog.search(session, query, detail, server))
+
+    return server
+
+
+async def _answer(call: Awaitable[T]) -> T:
+    """The gateway's refusals as MCP tool errors (`isError`), with the contract's code and message."""
+    try:
+        return await call
+    except GatewayError as exc:
+        raise ToolError(f"{exc.code}: {exc.message}") from None
