@@ -180,6 +180,20 @@ def _volumes(template: SandboxTemplate, settings: OperatorSettings) -> list[Mani
     ]
 
 
+def _started(marker: str) -> Manifest:
+    """Ready once the runtime has written `marker` (python3 is the image's only program): a pool counts and claims
+    a sandbox whose runtime waits for a task, not one still importing. Probed while it starts (at most 5 minutes),
+    never after; -I -S keep each probe's interpreter start small, and it may take seconds under gVisor on a busy node
+    (a probe timed out counts as failed, and delays readiness by a period)."""
+    check = f"import os, sys; sys.exit(not os.path.exists({marker!r}))"
+    return {
+        "exec": {"command": ["python3", "-I", "-S", "-c", check]},
+        "periodSeconds": 2,
+        "timeoutSeconds": 10,
+        "failureThreshold": 150,
+    }
+
+
 def _sandbox_pod_spec(
     template: SandboxTemplate, service_account: str, settings: OperatorSettings, task_config: str | None
 ) -> Manifest:
@@ -209,8 +223,11 @@ def _sandbox_pod_spec(
         {"name": "gateway-token", "mountPath": contract.TOKEN_DIR, "readOnly": True},
     ]
     volumes = _volumes(template, settings)
+    probe: Manifest = {}
     if task_config is None:
         environment[contract.AWAIT_ASSIGNMENT_ENV] = "1"
+        environment[contract.READY_FILE_ENV] = contract.READY_FILE
+        probe = {"startupProbe": _started(contract.READY_FILE)}
     else:
         mounts.append({"name": "task", "mountPath": contract.TASK_DIR, "readOnly": True})
         volumes.append({"name": "task", "configMap": {"name": task_config}})
@@ -225,6 +242,7 @@ def _sandbox_pod_spec(
         "terminationMessagePath": contract.TERMINATION_LOG,
         "terminationMessagePolicy": "File",
         "volumeMounts": mounts,
+        **probe,
     }
     return {
         "serviceAccountName": service_account,

@@ -69,6 +69,11 @@ class Gateway:
         self._local = threading.local()
         self.tool_calls = 0
 
+    def mark_ready(self) -> None:
+        """Tell the pod's startup probe this sandbox is up and talking to the gateway (once; where it is asked to)."""
+        if self._env.ready_file is not None and not self._env.ready_file.exists():
+            self._env.ready_file.write_text("ready\n")
+
     def _connection(self) -> tuple[http.client.HTTPConnection, bool]:
         """The thread's connection, and whether it was used before (a kept-alive one the server may close)."""
         conn: http.client.HTTPConnection | None = getattr(self._local, "conn", None)
@@ -163,6 +168,7 @@ def long_poll(path: str) -> dict[str, Any]:
         except (OSError, http.client.HTTPException, ValueError):  # ValueError: a body that is not JSON
             pass
         else:
+            gw.mark_ready()
             if answer is not None:
                 return answer
             backoff = _UNREACHABLE_BACKOFF_FIRST

@@ -22,6 +22,7 @@ class Environment:
     skills: Path
     await_assignment: bool = False
     session: bool = False
+    ready_file: Path | None = None
 
     @classmethod
     def from_env(cls) -> Environment:
@@ -36,6 +37,7 @@ class Environment:
             skills=Path(os.environ.get(contract.SKILLS_ENV, contract.SKILLS)),
             await_assignment=bool(os.environ.get(contract.AWAIT_ASSIGNMENT_ENV)),
             session=bool(os.environ.get(contract.SESSION_ENV)),
+            ready_file=Path(os.environ[contract.READY_FILE_ENV]) if os.environ.get(contract.READY_FILE_ENV) else None,
         )
 
     def bearer(self) -> str:

@@ -43,6 +43,10 @@ SKILLS_ENV = "MCPEXEC_SKILLS"
 # a long poll) until the operator claims the pod for one.
 AWAIT_ASSIGNMENT_ENV = "MCPEXEC_AWAIT_ASSIGNMENT"
 ASSIGNMENT_PATH = "/v1/assignment"
+# Where a pool sandbox marks itself ready once the gateway has answered its first poll (everything imported, the
+# connection open): the pod's startup probe waits for it, so a "ready" idle sandbox is one waiting for a task.
+READY_FILE_ENV = "MCPEXEC_READY_FILE"
+READY_FILE = f"{CLUSTER_TMP}/mcpexec-ready"
 # Set (local: `mcpexec serve`'s sandboxes) for an interactive session: no task file; the runtime long-polls
 # SESSION_NEXT_PATH for code to run and posts each outcome to SESSION_EXECUTIONS_PATH/<id>, until the gateway ends
 # the session. A claimed pool sandbox gets the same with a task config of mode "session" (docs/contracts.md).

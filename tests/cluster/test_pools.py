@@ -100,6 +100,9 @@ def test_a_pool_keeps_hardened_idle_sandboxes_and_reports_them(
         assert container.resources.limits == {"cpu": "1", "memory": "512Mi"}
         env = {e.name: e.value for e in container.env}
         assert env["MCPEXEC_AWAIT_ASSIGNMENT"] == "1" and "MCPEXEC_TOKEN_FILE" in env
+        # Ready only once its runtime has written the marker (it waits for a task then), not when it started.
+        probe = container.startup_probe
+        assert probe.var_exec.command[0] == "python3" and env["MCPEXEC_READY_FILE"] in probe.var_exec.command[-1]
         assert not any(v.config_map for v in spec.volumes), "an idle sandbox has no task"
         assert [r.uid for r in pod.metadata.owner_references] == [created["metadata"]["uid"]]
     account = api["core"].read_namespaced_service_account("mcpexec-pool-fast", namespace)

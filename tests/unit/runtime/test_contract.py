@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import dataclasses
 import keyword
+from pathlib import Path
 
 import pytest
 
 from mcpexec.api.usage import Usage as StatusUsage
 from runtime import contract
+from runtime.client import Gateway
+from runtime.config import Environment
 from runtime.result import Usage as ResultUsage
 
 
@@ -54,3 +57,28 @@ def test_sandbox_environment_keeps_writes_in_the_writable_places() -> None:
     assert env["TMPDIR"].startswith(contract.WORKSPACE + "/")
     assert (env[contract.WORKSPACE_ENV], env[contract.SKILLS_ENV]) == (contract.WORKSPACE, contract.SKILLS)
     assert env[contract.TASK_FILE_ENV] == contract.TASK_FILE
+
+
+def _environment(ready_file: Path | None) -> Environment:
+    return Environment(
+        gateway_url="http://gateway:8000",
+        token_file=None,
+        token="t",
+        task_file=Path(contract.TASK_FILE),
+        result_file=Path(contract.TERMINATION_LOG),
+        workspace=Path(contract.WORKSPACE),
+        skills=Path(contract.SKILLS),
+        ready_file=ready_file,
+    )
+
+
+def test_a_pool_sandbox_marks_itself_ready_once_asked_where(tmp_path: Path) -> None:
+    """The marker the pod's startup probe waits for (written when the gateway first answers), only where asked."""
+    marker = tmp_path / "ready"
+    gateway = Gateway(_environment(marker))
+    assert not marker.exists()
+    gateway.mark_ready()
+    gateway.mark_ready()
+    assert marker.read_text() == "ready\n"
+    Gateway(_environment(None)).mark_ready()  # nothing asked: nothing written, nothing raised
+    assert [p.name for p in tmp_path.iterdir()] == ["ready"]
