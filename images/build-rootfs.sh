@@ -5,7 +5,9 @@
 #   2. copy out of it the files of python3's package closure (images/slim_rootfs.py; cached): no shell,
 #      no apt, no pip; stdlib precompiled;
 #   3. per image, add the runtime package (runtime) or the project installed with its dependencies by the
-#      image's own python3 (controller, gateway), check that the entry module imports as uid 65534,
+#      image's own python3 (controller, gateway; with the PII scanner's wheel, native/pii-scan, built on this
+#      host: its manylinux tag must fit bookworm's glibc 2.36, which that pip checks), check that the entry
+#      module imports as uid 65534,
 #      and commit with buildah to a docker-archive that `ctr -n k8s.io images import` or `podman load` take.
 #   4. redis (the chart's bundled PII vault where redis:7.2-alpine cannot be pulled): Debian's redis-server
 #      package closure, uid 999, entrypoint redis-server.
@@ -98,6 +100,10 @@ app_site() {
   rm -rf "$stage" && mkdir -p "$stage/wheels"
   .venv/bin/pip wheel -q --no-deps -w "$stage/wheels" "$work/src" >/dev/null
   local wheel; wheel="$(cd "$stage/wheels" && echo mcpexec-*.whl)"
+  # The PII scanner's extension is on no index: its cached wheel goes in next to the project's.
+  local native; native="$(bash native/pii-scan/wheel.sh)"
+  cp "$native" "$stage/wheels/"
+  native="$(basename "$native")"
   cp "${PIP_CERT:-/etc/ssl/certs/ca-certificates.crt}" "$stage/ca.crt"
   cp /etc/resolv.conf "$BASE/etc/resolv.conf"
   # A clean environment: the host's CA variables (REQUESTS_CA_BUNDLE...) name files of the host, not of the root.
@@ -107,7 +113,8 @@ app_site() {
   done
   env -i PATH=/usr/bin HOME=/root PIP_CERT=/tmp/mcpexec-build/ca.crt PIP_NO_CACHE_DIR=1 \
     PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_ROOT_USER_ACTION=ignore "${passed[@]}" \
-    "$(command -v chroot)" "$BASE" python3 -m pip install -q --no-compile --target /tmp/mcpexec-build/site "/tmp/mcpexec-build/wheels/$wheel"
+    "$(command -v chroot)" "$BASE" python3 -m pip install -q --no-compile --target /tmp/mcpexec-build/site \
+    "/tmp/mcpexec-build/wheels/$wheel" "/tmp/mcpexec-build/wheels/$native"
   rm -f "$BASE/etc/resolv.conf"
   rm -rf "$stage/site/bin"  # console scripts with a shebang for the build root: the images use python3 -m
   mv "$stage/site" "$work/site"
@@ -120,9 +127,10 @@ inputs_hash() {
   case "$1" in
     redis) ;;
     runtime) sources+=(runtime) ;;
-    *) sources+=(runtime pyproject.toml README.md mcpexec controller gateway) ;;
+    *) sources+=(runtime pyproject.toml README.md mcpexec controller gateway native/pii-scan) ;;
   esac
-  find "${sources[@]}" -type f ! -path '*/__pycache__/*' -print0 | LC_ALL=C sort -z | xargs -0 sha256sum | sha256sum | cut -c1-16
+  find "${sources[@]}" -type f ! -path '*/__pycache__/*' ! -path 'native/pii-scan/target/*' -print0 | LC_ALL=C sort -z \
+    | xargs -0 sha256sum | sha256sum | cut -c1-16
 }
 
 build() {
@@ -173,7 +181,8 @@ build_python() {
   fi
   chroot "$mnt" /usr/bin/python3 -m compileall -q /opt/mcpexec >/dev/null
   chown 65534:65534 "$mnt/workspace" "$mnt/skills"
-  # The image must start as the user it runs as: import the entry module as nobody.
+  # The image must start as the user it runs as: import the entry module as nobody (the gateway's loads the PII
+  # scanner's extension: a wheel that does not load on the image's glibc fails here).
   env -i PATH=/usr/bin PYTHONPATH=/opt/mcpexec "$(command -v chroot)" --userspec=65534:65534 "$mnt" /usr/bin/python3 -c "import $name.__main__"
   buildah umount "$ctr" >/dev/null
   buildah config --user 65534:65534 --workingdir /workspace \

@@ -1,12 +1,14 @@
 """Where the pattern detectors run: on the event loop only for values that are cheap by construction, otherwise in
 worker processes, one scan at a time per task.
 
-A task chooses what its tools return, so it can craft text that costs the detectors milliseconds per kilobyte (long
-runs of digit groups keep the phone matcher busy: `"4111 " * 6553` took 0.23 s). On the event loop that stalled
-every other task's calls; in a thread it still held the GIL the event loop needs. In a worker process it costs the
-crafted task's own calls their time, and nobody else's: the pool has its own cores, and a task has at most one scan
-in it at once, so one task's flood waits behind itself while other tasks' scans go on. The workers run at a lower
-CPU priority (nice 10) than the gateway itself: on a busy node, serving calls comes before scanning large values.
+A task chooses what its tools return, so it can craft text that costs the detectors far more than ordinary text (long
+runs of digit groups keep the phone matcher busy: 32 KiB of `12 34-56.78/90(12)34 ` take 11 ms, 25 times 32 KiB of
+prose). On the event loop that stalled every other task's calls; in a thread it held the GIL the event loop needs
+(the built-in scan releases it while it runs, the custom patterns and the results' wrapping do not). In a worker
+process it costs the crafted task's own calls their time, and nobody else's: the pool has its own cores, and a task
+has at most one scan in it at once, so one task's flood waits behind itself while other tasks' scans go on. The
+workers run at a lower CPU priority (nice 10) than the gateway itself: on a busy node, serving calls comes before
+scanning large values.
 """
 
 from __future__ import annotations
@@ -25,10 +27,12 @@ from gateway.pii.detectors import CustomPatternDetector, Detection, Detector, Pa
 from gateway.pii.protection import Protection
 
 # On the loop: at most this many characters and digits in a whole value. Every slow input is digit-dense (the phone
-# matcher costs up to 12 us a digit on crafted runs: 64 digits, 0.6 ms at worst); text with few digits is scanned at
-# regex speed (2 ms for 32 KiB of `a@` or `ab:`). A worker costs a call about 0.7 ms more latency and no CPU of the
-# event loop's. make bench pii_isolation: at 128 digits, a task sending the costliest on-loop value at its full
-# request budget doubled another task's p50 on 2 cores; at 64 it moved it by under 1.2x.
+# matcher costs up to 0.5 us a digit on crafted runs, 1 us with regions added: 64 digits, 0.06 ms at worst); text
+# with few digits is scanned at 0.1 ms for 32 KiB (`a@`, `ab:`). A worker costs a call about 0.7 ms more latency and
+# no CPU of the event loop's. make bench pii_isolation, when the matcher cost 12 us a digit: at 128 digits, a task
+# sending the costliest on-loop value at its full request budget doubled another task's p50 on 2 cores; at 64 it
+# moved it by under 1.2x. That worst case (0.6 ms) is now about 600 digits: the threshold could rise that far, once
+# that bench shows it.
 ON_LOOP_MAX_CHARS = 32 * 1024
 ON_LOOP_MAX_DIGITS = 64
 _DIGITS = re.compile(r"\d")

@@ -3,6 +3,7 @@
 # `install.sh local` skips the control plane (what `mcpexec run` needs is enough for the demo).
 #   Debian: runsc (gVisor), redis-server, git, buildah and debootstrap (images without Docker), wrk (benchmarks)   PyPI: the project (+dev) in .venv, the reference
 #   Python MCP servers in their own venv   npm: the reference MCP servers   Go: the control plane.
+#   Rust (cargo, rustc: needed, not installed): the PII scanner's extension, native/pii-scan (its wheel cached).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 CACHE_ROOT="${MCPEXEC_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/mcpexec}"
@@ -24,12 +25,21 @@ if [ ${#need_apt[@]} -gt 0 ]; then
   (systemctl disable --now redis-server 2>/dev/null || service redis-server stop 2>/dev/null) >/dev/null || true
 fi
 
+# The project depends on the PII scanner's extension, which is on no index: its wheel is installed first (rebuilt
+# only when native/pii-scan or the Rust toolchain changes), reinstalled when it changed.
+pii_scan_wheel="$(bash native/pii-scan/wheel.sh)"
 if [ ! -x .venv/bin/python ] || [ pyproject.toml -nt .venv/.installed ]; then
   log "python venv (.venv)"
   python3 -m venv .venv
   .venv/bin/pip install -q -U pip
+  .venv/bin/pip install -q --force-reinstall --no-deps "$pii_scan_wheel"
   .venv/bin/pip install -q -e '.[dev,presidio]'
+  echo "$pii_scan_wheel" >.venv/.pii-scan
   touch .venv/.installed
+elif [ "$(cat .venv/.pii-scan 2>/dev/null)" != "$pii_scan_wheel" ]; then
+  log "PII scanner wheel into .venv ($pii_scan_wheel)"
+  .venv/bin/pip install -q --force-reinstall --no-deps "$pii_scan_wheel"
+  echo "$pii_scan_wheel" >.venv/.pii-scan
 fi
 
 servers_venv="$CACHE_ROOT/mcp-servers-py"

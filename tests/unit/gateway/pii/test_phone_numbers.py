@@ -10,10 +10,10 @@ import phonenumbers
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from mcpexec_pii_scan import MIN_DIGITS
 from phonenumbers import PhoneNumberFormat, PhoneNumberType
 
 from gateway.pii.detectors import DEFAULT_PHONE_REGIONS, Detector, PatternDetector
-from gateway.pii.patterns.digit_runs import MIN_DIGITS
 from mcpexec.api.pii import PiiEntity
 
 PHONES = PatternDetector([PiiEntity.PHONE])
