@@ -468,13 +468,14 @@ impl<'t, 'a> Run<'t, 'a> {
         None
     }
 
-    /// A decimal number (`52.245003`), thousands grouped with dots (`937.937.105`), something after a date
-    /// (`05.12.2023 98.501`), or what an SSN looks like (`015-62-0000`: one never issued is no phone number either),
-    /// however its digits read.
+    /// A decimal number (`52.245003`), thousands grouped with dots (`937.937.105`), a version or build number (a
+    /// dotted group of one digit after the first: `120.0.6099.109`, `950.0.1000.950`; no region writes a national
+    /// number so), something after a date (`05.12.2023 98.501`), or what an SSN looks like (`015-62-0000`: one never
+    /// issued is no phone number either), however its digits read.
     fn figure(&self, i: usize, j: usize) -> bool {
         let dotted = (i + 1..=j).all(|g| self.gap(g) == ['.']);
         let sizes = self.sizes(i, j);
-        if dotted && (j == i + 1 || (sizes[0] <= 3 && sizes[1..].iter().all(|&s| s == 3))) {
+        if dotted && (j == i + 1 || (sizes[0] <= 3 && sizes[1..].iter().all(|&s| s == 3)) || sizes[1..].contains(&1)) {
             return true;
         }
         if j >= i + 2 && date(self.text, self.starts[i], self.ends[j]) {

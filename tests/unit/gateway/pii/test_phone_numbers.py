@@ -111,6 +111,12 @@ _FIGURES = [
 ]
 
 
+@pytest.mark.parametrize("figure", ["950.0.1000.950", "120.0.6099.109", "4.2.1.10"])
+def test_version_and_build_numbers_are_not_phone_numbers(figure: str) -> None:
+    """Found by the randomized test below: `950.0.1000.950` read as a Chinese national number."""
+    assert _spans(f"chrome/{figure} ok") == [] and _spans(f"build {figure} ok") == []
+
+
 @settings(max_examples=400, deadline=None)
 @given(
     template=st.sampled_from(_FIGURES),
