@@ -81,11 +81,11 @@ def test_another_replica_catches_values_it_never_minted(redis_url: str) -> None:
 
 
 def test_a_task_crafting_slow_scans_does_not_hold_up_another(gateway: GatewayThread) -> None:
-    """Task A has a tool echo 1 MB of mixed digits and punctuation (the detector's worst shape found: 2 s a
-    megabyte, linear); while A's call is still being scanned, in a worker process, task B's calls, small and
-    digit-dense alike, are all answered, and then A's comes back whole.
+    """Task A has a tool echo 6 MB of mixed digits and punctuation (the detector's worst shape found by the
+    linear-time test: about 2.5 MB/s, seconds for this value); while A's call is still being scanned, in a worker
+    process, task B's calls, small and digit-dense alike, are all answered, and then A's comes back whole.
     Before, A's scan held the event loop (values up to 32 KiB) or the GIL (larger ones) the whole time."""
-    crafted = "1-2.3/4 5(6)7+" * 75_000
+    crafted = "12 34-56.78/90(12)34 " * 300_000
     a_done = threading.Event()
     a_answer: list[Any] = []
 
@@ -108,7 +108,7 @@ def test_a_task_crafting_slow_scans_does_not_hold_up_another(gateway: GatewayThr
         thread.join(timeout=120)
     assert answered == 12
     assert b_finished_first
-    assert a_answer and a_answer[0].status_code == 200 and "5(6)7+1-2" in a_answer[0].text
+    assert a_answer and a_answer[0].status_code == 200 and "(12)34 12 34" in a_answer[0].text
 
 
 def test_the_server_owner_denies_an_oracle_tool_no_task_policy_can_allow(workdir: Path) -> None:
