@@ -1,4 +1,4 @@
-"""Claiming a pool's idle sandbox for a task: the pod becomes the task's (its labels, its owner, its deadline).
+"""Claiming a pool's idle sandbox for a task or a session: the pod becomes its (its labels, owner, deadline).
 
 The claim is one patch conditioned on the pod's resourceVersion, so two tasks racing for the same pod cannot both
 have it: the loser's patch fails and it tries the next pod. The gateway serves the pod as the task only once the
@@ -14,9 +14,9 @@ from typing import Any
 
 from controller import manifests
 from controller.kube import Cluster
-from controller.naming import idle_selector, task_labels
+from controller.naming import idle_selector
 from controller.pools import made, ready
-from mcpexec.api.meta import CLAIMED, SANDBOX_STATE_LABEL, TASK_LABEL, TEMPLATE_HASH_LABEL
+from mcpexec.api.meta import CLAIMED, SANDBOX_STATE_LABEL, TEMPLATE_HASH_LABEL
 
 Pod = dict[str, Any]
 
@@ -28,25 +28,26 @@ def _seconds_since(timestamp: str | None) -> float:
     return max(0.0, (datetime.now(UTC) - started).total_seconds())
 
 
-def claim_patch(pod: Pod, task: manifests.TaskRef, timeout_seconds: int) -> dict[str, Any]:
-    """The pod's new labels (the task's, so the task's NetworkPolicy selects it too), its only owner (the task: it
-    goes with the task, and outlives the pool), and the task's deadline, counted by the kubelet from the pod's
+def claim_patch(pod: Pod, task: manifests.Claimant, timeout_seconds: int) -> dict[str, Any]:
+    """The pod's new labels (the task's or session's, so its NetworkPolicy selects it too), its only owner (it goes
+    with its claimant, and outlives the pool), and the claimant's deadline, counted by the kubelet from the pod's
     start: activeDeadlineSeconds may be set on a running pod, never raised."""
     started = (pod.get("status") or {}).get("startTime") or pod["metadata"].get("creationTimestamp")
     deadline = math.ceil(_seconds_since(started)) + timeout_seconds
     return {
         "metadata": {
-            "labels": {**task_labels(task.name), SANDBOX_STATE_LABEL: CLAIMED},
+            "labels": {**task.children()[1], SANDBOX_STATE_LABEL: CLAIMED},
             "ownerReferences": [task.owner_reference()],
         },
         "spec": {"activeDeadlineSeconds": deadline},
     }
 
 
-def claimed_by(cluster: Cluster, pool: dict[str, Any], task: manifests.TaskRef) -> Pod | None:
-    """The pod an earlier reconcile of this task claimed (if that reconcile stopped before writing the status)."""
+def claimed_by(cluster: Cluster, pool: dict[str, Any], task: manifests.Claimant) -> Pod | None:
+    """The pod an earlier reconcile of this claimant claimed (if that reconcile stopped before writing the status)."""
     trusted = made(pool)
-    for pod in cluster.pods(task.namespace, f"{TASK_LABEL}={task.name},{SANDBOX_STATE_LABEL}={CLAIMED}"):
+    selector = ",".join(f"{key}={value}" for key, value in {**task.children()[1], SANDBOX_STATE_LABEL: CLAIMED}.items())
+    for pod in cluster.pods(task.namespace, selector):
         owners = {ref.get("uid") for ref in pod["metadata"].get("ownerReferences") or []}
         if task.uid in owners and pod["metadata"]["uid"] in trusted:
             return pod
@@ -54,7 +55,7 @@ def claimed_by(cluster: Cluster, pool: dict[str, Any], task: manifests.TaskRef) 
 
 
 def claim(
-    cluster: Cluster, pool: dict[str, Any], template_hash: str, task: manifests.TaskRef, timeout_seconds: int
+    cluster: Cluster, pool: dict[str, Any], template_hash: str, task: manifests.Claimant, timeout_seconds: int
 ) -> Pod | None:
     """Claim the oldest ready idle sandbox the pool made from its current template; None when there is none."""
     trusted = made(pool)

@@ -1,4 +1,5 @@
-"""kopf handlers: AgentTask -> its objects, and Job/Pod state -> AgentTask status.
+"""kopf handlers: AgentTask -> its objects, and Job/Pod state -> AgentTask status; SandboxPools and AgentSessions
+(their logic: pools.py, sessions.py).
 
 Reconciles are idempotent (deterministic names, create-or-find), so an operator killed at any point
 and started again finishes the work without duplicates. kopf keeps its own bookkeeping in annotations,
@@ -17,7 +18,7 @@ import kopf
 from prometheus_client import start_http_server
 from pydantic import ValidationError
 
-from controller import claims, manifests, pools
+from controller import claims, manifests, pools, sessions
 from controller import status as task_status
 from controller.kube import Cluster, api_client
 from controller.metrics import (
@@ -35,18 +36,23 @@ from controller.settings import OperatorSettings
 from mcpexec.api.agenttask import AgentTaskSpec, Phase
 from mcpexec.api.conditions import condition, now
 from mcpexec.api.meta import (
+    AGENTSESSION_PLURAL,
     AGENTTASK_PLURAL,
     GROUP,
     MANAGED_LABELS,
     POOL_LABEL,
     SANDBOXPOOL_PLURAL,
+    SESSION_LABEL,
     TASK_LABEL,
     VERSION,
+    validation_message,
 )
 from mcpexec.api.sandboxpool import Claim, LaunchType, SandboxPool, WhenEmpty, pooled_spec, template_hash, widening
 
 TASKS = (GROUP, VERSION, AGENTTASK_PLURAL)
 POOLS = (GROUP, VERSION, SANDBOXPOOL_PLURAL)
+SESSIONS = (GROUP, VERSION, AGENTSESSION_PLURAL)
+SESSION_POD_LABELS: dict[str, Any] = {**MANAGED_LABELS, SESSION_LABEL: kopf.PRESENT}
 CHILD_LABELS: dict[str, Any] = {**MANAGED_LABELS, TASK_LABEL: kopf.PRESENT}
 POOL_POD_LABELS: dict[str, Any] = {**MANAGED_LABELS, POOL_LABEL: kopf.PRESENT}
 PREREQUISITE_RETRY_SECONDS = 5
@@ -134,7 +140,7 @@ def reconcile(body: kopf.Body, name: str, namespace: str | None, uid: str, memo:
             spec = AgentTaskSpec.model_validate(dict(body["spec"]))
         except ValidationError as exc:
             RECONCILES.labels(outcome="invalid").inc()
-            message = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
+            message = validation_message(exc)
             _refuse(memo, namespace, name, "InvalidSpec", message, final=True)
             return
         task = manifests.TaskRef(name=name, namespace=namespace, uid=uid)
@@ -328,11 +334,11 @@ def _sweep_pools(memo: kopf.Memo) -> None:
 async def _sweeper(memo: kopf.Memo, interval: float) -> None:
     while True:
         await asyncio.sleep(interval)
-        try:
-            await asyncio.to_thread(_sweep, memo)
-            await asyncio.to_thread(_sweep_pools, memo)
-        except Exception:  # the next sweep tries again; one bad round must not stop the loop
-            logger.exception("sweep failed")
+        for sweep in (lambda: _sweep(memo), lambda: _sweep_pools(memo), lambda: sessions.sweep(memo.cluster)):
+            try:
+                await asyncio.to_thread(sweep)
+            except Exception:  # the next sweep tries again; one bad round (or kind) must not stop the others
+                logger.exception("sweep failed")
 
 
 def _reconcile_pool(memo: kopf.Memo, namespace: str, name: str) -> None:
@@ -370,6 +376,22 @@ def pool_deleted(name: str, namespace: str | None, memo: kopf.Memo, **_: Any) ->
     if running:
         raise kopf.TemporaryError(f"waiting for {running} claimed sandbox(es) to finish their tasks", delay=5)
     POOL_SANDBOXES.observe(namespace, name, None)
+
+
+@kopf.on.resume(*SESSIONS, id="session-resume")
+@kopf.on.create(*SESSIONS, id="session")
+def session_created(body: kopf.Body, memo: kopf.Memo, **_: Any) -> None:
+    """Claim the session's warm sandbox (controller/sessions.py); a session never falls back to a cold one."""
+    sessions.reconcile(memo.cluster, memo.settings, dict(body))
+
+
+@kopf.on.event("", "v1", "pods", labels=SESSION_POD_LABELS)
+def session_pod_changed(body: kopf.Body, memo: kopf.Memo, **_: Any) -> None:
+    """A session's sandbox exited or went away: the session ends at once, not at the next sweep."""
+    meta = body["metadata"]
+    document = memo.cluster.read_session(meta["namespace"], meta["labels"][SESSION_LABEL])
+    if document is not None:
+        sessions.check(memo.cluster, document)
 
 
 @kopf.on.startup()

@@ -17,7 +17,7 @@ from controller import status as task_status
 from controller.manifests import Manifest
 from controller.metrics import observe_start
 from mcpexec.api.agenttask import Phase
-from mcpexec.api.meta import AGENTTASK_PLURAL, GROUP, SANDBOXPOOL_PLURAL, VERSION
+from mcpexec.api.meta import AGENTSESSION_PLURAL, AGENTTASK_PLURAL, GROUP, SANDBOXPOOL_PLURAL, VERSION
 from mcpexec.api.sandboxpool import LaunchType
 
 log = logging.getLogger(__name__)
@@ -218,6 +218,24 @@ class Cluster:
             )
         except ApiException as exc:
             if exc.status != 404:  # deleted meanwhile: nothing to report on
+                raise
+
+    def read_session(self, namespace: str, name: str) -> dict[str, Any] | None:
+        return self._read_ours(AGENTSESSION_PLURAL, namespace, name)
+
+    def list_sessions(self) -> list[dict[str, Any]]:
+        listed = cast(dict[str, Any], self.custom.list_cluster_custom_object(GROUP, VERSION, AGENTSESSION_PLURAL))
+        return list(listed.get("items", []))
+
+    def patch_session_status(self, namespace: str, name: str, status: dict[str, Any]) -> None:
+        """A merge patch of the session's status: the operator's fields only (the gateway's, lastActivity and
+        usage, are left as they are)."""
+        try:
+            self.custom.patch_namespaced_custom_object_status(
+                GROUP, VERSION, namespace, AGENTSESSION_PLURAL, name, {"status": status}
+            )
+        except ApiException as exc:
+            if exc.status != 404:  # deleted meanwhile: its sandbox goes with it
                 raise
 
     def pods(self, namespace: str, selector: str) -> list[dict[str, Any]]:

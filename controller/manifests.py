@@ -10,7 +10,15 @@ import json
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from controller.naming import child_name, idle_pod_labels, pool_child_name, pool_labels, task_labels
+from controller.naming import (
+    child_name,
+    idle_pod_labels,
+    pool_child_name,
+    pool_labels,
+    session_child_name,
+    session_labels,
+    task_labels,
+)
 from controller.settings import OperatorSettings
 from mcpexec.api.agenttask import AgentTaskSpec, runtime_task_config
 from mcpexec.api.meta import API_VERSION, SKILLS_OWNER_LABEL
@@ -92,9 +100,9 @@ def task_config(task: TaskRef, spec: AgentTaskSpec) -> Manifest:
     }
 
 
-def network_policy(owner: TaskRef | PoolRef, settings: OperatorSettings) -> Manifest:
+def network_policy(owner: _Owner, settings: OperatorSettings) -> Manifest:
     """No ingress at all; egress only to the gateway's pods and to cluster DNS (settings.dns_peers). A pool's selects
-    its sandboxes, idle or claimed; a task's its Job's pod, or the pool sandbox it claimed."""
+    its sandboxes, idle or claimed; a task's its Job's pod, or the pool sandbox it claimed; a session's its sandbox."""
     selected = owner.children()[1]
     dns_ports = [{"protocol": "UDP", "port": 53}, {"protocol": "TCP", "port": 53}]
     return {
@@ -293,3 +301,16 @@ def idle_sandbox(pool: PoolRef, template: SandboxTemplate, template_hash: str, s
         },
         "spec": _sandbox_pod_spec(template, pool_child_name(pool.name), settings, task_config=None),
     }
+
+
+class SessionRef(_Owner):
+    """An AgentSession: the pool sandbox it claimed, and that sandbox's NetworkPolicy."""
+
+    kind = "AgentSession"
+
+    def children(self) -> tuple[str, dict[str, str]]:
+        return session_child_name(self.name), session_labels(self.name)
+
+
+# Who may claim a pool's sandbox: a pooled task, or a session.
+Claimant = TaskRef | SessionRef

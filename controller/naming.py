@@ -6,7 +6,15 @@ ones, so every name derives from the task's or pool's name alone (a pool's pods 
 
 from __future__ import annotations
 
-from mcpexec.api.meta import IDLE, MANAGED_LABELS, POOL_LABEL, SANDBOX_STATE_LABEL, TASK_LABEL, TEMPLATE_HASH_LABEL
+from mcpexec.api.meta import (
+    IDLE,
+    MANAGED_LABELS,
+    POOL_LABEL,
+    SANDBOX_STATE_LABEL,
+    SESSION_LABEL,
+    TASK_LABEL,
+    TEMPLATE_HASH_LABEL,
+)
 
 
 def child_name(task_name: str) -> str:
@@ -35,3 +43,14 @@ def idle_selector(pool_name: str) -> str:
 
 def idle_pod_labels(pool_name: str, template_hash: str) -> dict[str, str]:
     return {**pool_labels(pool_name), SANDBOX_STATE_LABEL: IDLE, TEMPLATE_HASH_LABEL: template_hash}
+
+
+def session_child_name(session_name: str) -> str:
+    """The name of a session's NetworkPolicy."""
+    return f"mcpexec-session-{session_name}"
+
+
+def session_labels(session_name: str) -> dict[str, str]:
+    """A session's claimed sandbox's labels (its NetworkPolicy selects it by them; its name stays a sandbox's, which
+    the gateway's NetworkPolicy admits)."""
+    return {**MANAGED_LABELS, "app.kubernetes.io/name": "mcpexec-sandbox", SESSION_LABEL: session_name}

@@ -18,7 +18,7 @@ from controller.metrics import POOL_EVENTS, POOL_SANDBOXES
 from controller.naming import idle_selector
 from controller.settings import OperatorSettings
 from mcpexec.api.conditions import condition, merge_conditions
-from mcpexec.api.meta import CLAIMED, IDLE, POOL_LABEL, SANDBOX_STATE_LABEL, TEMPLATE_HASH_LABEL
+from mcpexec.api.meta import CLAIMED, IDLE, POOL_LABEL, SANDBOX_STATE_LABEL, TEMPLATE_HASH_LABEL, validation_message
 from mcpexec.api.sandboxpool import SandboxPool, template_hash
 
 Pod = dict[str, Any]
@@ -143,7 +143,7 @@ def reconcile(cluster: Cluster, settings: OperatorSettings, document: dict[str, 
     try:
         pool = SandboxPool.model_validate(document)
     except ValidationError as exc:
-        message = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
+        message = validation_message(exc)
         _refused(cluster, document, "InvalidSpec", message)
         return
     template = pool.spec.template

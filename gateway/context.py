@@ -14,12 +14,14 @@ from mcpexec.api.sandbox import SandboxPolicy
 class TaskContext:
     """What every handler knows about its caller once the bearer token is checked. `ceiling`: a task running in a
     SandboxPool's sandbox is bounded by the pool template's policy as it was when the sandbox was claimed, on top
-    of its own (None: a task in a sandbox of its own)."""
+    of its own (None: a task in a sandbox of its own). `session`: the caller is an AgentSession's sandbox (its `task`
+    is the session seen as a pooled task whose code never runs), which runs code from the execute API."""
 
     task: AgentTask
     uid: str
     expires_at: float
     ceiling: SandboxPolicy | None = None
+    session: bool = False
 
     @property
     def task_id(self) -> str:

@@ -80,7 +80,11 @@ class GatewayCore:
     def admit(self, ctx: TaskContext) -> None:
         """An authenticated request of this task: its per-task state (sessions, limiter, vault index, usage) is
         dropped once its token has expired."""
-        self.active[ctx.scope] = ctx.expires_at
+        self.keep(ctx.scope, ctx.expires_at)
+
+    def keep(self, scope: str, until: float) -> None:
+        """Keep a task's per-task state (an interactive session's broker state among it) at least until `until`."""
+        self.active[scope] = max(self.active.get(scope, 0.0), until)
 
     async def start(self, reap_every_seconds: float = 15.0) -> None:
         self.pool.start_catalog()

@@ -80,6 +80,10 @@ class GatewaySettings(LLMSettings):
     port: int = Field(default=8000, validation_alias=AliasChoices("MCPEXEC_GATEWAY_PORT", "port"))
     # Health, metrics and API docs: for probes and scrapers only (the chart's NetworkPolicy keeps task pods out).
     ops_port: int = Field(default=9090, validation_alias=AliasChoices("MCPEXEC_GATEWAY_OPS_PORT", "ops_port"))
+    # AgentSessions for people (execute API, MCP front door): the chart's NetworkPolicy keeps sandboxes out.
+    sessions_port: int = Field(
+        default=8080, validation_alias=AliasChoices("MCPEXEC_GATEWAY_SESSIONS_PORT", "sessions_port")
+    )
     redis_url: str = Field(validation_alias=AliasChoices("REDIS_URL", "redis_url"))
     audience: str = Field(
         default=GATEWAY_AUDIENCE, validation_alias=AliasChoices("MCPEXEC_GATEWAY_AUDIENCE", "audience")

@@ -3,7 +3,9 @@
 A task's own sandbox runs as the task's ServiceAccount (`mcpexec.dev/task` label, owned by the task). A SandboxPool's
 sandboxes share the pool's ServiceAccount (`mcpexec.dev/pool` label), so the pod is what names the task: the
 TokenReview of a pod-bound token says which pod (name and uid), and the task is the one whose `status.claim` (the
-operator's word, see claims.py) names that pod. An idle sandbox has no task and may reach nothing.
+operator's word, see claims.py) names that pod. An AgentSession claims a pool's sandbox the same way: that pod is then
+served as the session (a pooled task of the session's policy, whose code comes from the execute API). An idle sandbox
+has no task and may reach nothing.
 
 The mapping functions are pure so the rules (audience, label, owner uid, finished tasks, the claim) are unit-tested
 without an apiserver; `ClusterAuthenticator` wires them to `KubeDirectory` and the `ClaimIndex`.
@@ -19,10 +21,11 @@ from typing import Any, NamedTuple
 from kubernetes.client.exceptions import ApiException
 from pydantic import ValidationError
 
-from gateway.cluster.claims import ClaimIndex
+from gateway.cluster.claims import ClaimEntry, ClaimIndex
 from gateway.cluster.directory import KubeDirectory
 from gateway.context import TaskContext
 from gateway.errors import Forbidden, SandboxNotClaimed, Unauthenticated
+from mcpexec.api.agentsession import AgentSession, SessionPhase, session_task
 from mcpexec.api.agenttask import AgentTask, Phase
 from mcpexec.api.meta import POOL_LABEL, TASK_LABEL
 from mcpexec.api.sandboxpool import Claim
@@ -163,6 +166,37 @@ def claimed_task_context(
     return context
 
 
+def claimed_session_context(
+    document: dict[str, Any], sandbox: PoolSandbox, expected_uid: str, valid_until: float
+) -> TaskContext:
+    """The session a pool's sandbox serves, read afresh: refused unless it is the same session (uid), Ready, and its
+    `status.claim` names exactly this pod (uid, name, pool) in this namespace; bounded by the claim's policy."""
+    session = AgentSession.model_validate(document)
+    if session.metadata.uid != expected_uid:
+        raise Unauthenticated("AgentSession was re-created; the sandbox belongs to the old one")
+    claim = _claim(document)
+    if session.metadata.namespace != sandbox.namespace:
+        raise SandboxNotClaimed("this sandbox's claim is another namespace's session")
+    claimed = None if claim is None else (claim.pool, claim.pod_name, claim.pod_uid)
+    if claimed != (sandbox.pool, sandbox.pod_name, sandbox.pod_uid):
+        raise SandboxNotClaimed("the session's claim names another sandbox")
+    return session_context(document, valid_until)
+
+
+def session_context(document: dict[str, Any], valid_until: float) -> TaskContext:
+    """A Ready AgentSession as the gateway serves it: a pooled task of the session's policy, bounded by the policy
+    its claim recorded (refused if its servers go beyond it; the operator ends such a session first)."""
+    claim = _claim(document)
+    if (document.get("status") or {}).get("phase") != SessionPhase.READY.value or claim is None:
+        raise Unauthenticated("the session is not Ready (it has ended, or its claim is not recorded yet)")
+    task = session_task(document, claim.policy.mcp_servers)
+    wider = [name for name in task.spec.mcp_servers if name not in claim.policy.mcp_servers]
+    if wider:
+        raise Forbidden(f"spec.mcpServers {wider} are not in the pool's template")
+    uid = str(document["metadata"]["uid"])
+    return TaskContext(task=task, uid=uid, expires_at=valid_until, ceiling=claim.policy, session=True)
+
+
 class ClusterAuthenticator:
     """Resolves tokens through the apiserver and the claim index, caching each success briefly to keep TokenReview
     off the hot path (a refusal is never cached: a sandbox claimed a moment later is served at once)."""
@@ -174,10 +208,13 @@ class ClusterAuthenticator:
         claims: ClaimIndex,
         cache_seconds: float = 30.0,
         claim_lag_seconds: float = CLAIM_LAG_SECONDS,
+        sessions: ClaimIndex | None = None,
     ) -> None:
+        """`claims`: the AgentTasks' claims; `sessions`: the AgentSessions' (None: this gateway serves none)."""
         self._directory = directory
         self._audience = audience
         self._claims = claims
+        self._sessions = sessions
         self._cache_seconds = cache_seconds
         self._claim_lag_seconds = claim_lag_seconds
         self._cache: dict[str, TaskContext] = {}
@@ -241,13 +278,42 @@ class ClusterAuthenticator:
             raise Unauthenticated(f"cannot resolve the token's task (apiserver answered {exc.status})") from None
         return task_context(document, task.uid, time.time() + self._cache_seconds)
 
-    async def _claimed(self, sandbox: PoolSandbox, wait: float) -> TaskContext | None:
-        """The task that claims the sandbox, once the index has its claim (None: no claim within `wait` s)."""
-        entry = await self._claims.wait(sandbox.namespace, sandbox.pod_uid, wait)
-        if entry is None:
-            return None
+    async def _claimant(self, sandbox: PoolSandbox, wait: float) -> tuple[ClaimIndex, ClaimEntry] | None:
+        """The index (tasks' or sessions') whose claim names the sandbox, waiting up to `wait` s for one. A pod
+        claimed by both a task and a session (the operator never claims twice) serves neither: fail closed."""
+        indexes = [index for index in (self._claims, self._sessions) if index is not None]
+        waits = {
+            asyncio.ensure_future(index.wait(sandbox.namespace, sandbox.pod_uid, wait)): index for index in indexes
+        }
+        found: tuple[ClaimIndex, ClaimEntry] | None = None
         try:
-            document = await asyncio.to_thread(self._directory.agent_task, entry.namespace, entry.name)
+            pending = set(waits)
+            while pending and found is None:
+                done, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
+                found = next(((waits[f], entry) for f in done if (entry := f.result()) is not None), None)
+        finally:
+            for future in waits:
+                future.cancel()
+        if (
+            found is not None
+            and sum(index.lookup(sandbox.namespace, sandbox.pod_uid) is not None for index in indexes) > 1
+        ):
+            return None
+        return found
+
+    async def _claimed(self, sandbox: PoolSandbox, wait: float) -> TaskContext | None:
+        """The task or session that claims the sandbox, once an index has its claim (None: none within `wait` s)."""
+        found = await self._claimant(sandbox, wait)
+        if found is None:
+            return None
+        index, entry = found
+        session = index is self._sessions
+        read = self._directory.agent_session if session else self._directory.agent_task
+        try:
+            document = await asyncio.to_thread(read, entry.namespace, entry.name)
         except ApiException as exc:
-            raise Unauthenticated(f"cannot resolve the sandbox's task (apiserver answered {exc.status})") from None
-        return claimed_task_context(document, sandbox, entry.task_uid, time.time() + self._cache_seconds)
+            raise Unauthenticated(f"cannot resolve the sandbox's claimant (apiserver answered {exc.status})") from None
+        valid_until = time.time() + self._cache_seconds
+        if session:
+            return claimed_session_context(document, sandbox, entry.task_uid, valid_until)
+        return claimed_task_context(document, sandbox, entry.task_uid, valid_until)

@@ -1,4 +1,5 @@
-"""Which task each SandboxPool sandbox serves: the AgentTasks' `status.claim`, listed once, then watched.
+"""Which task (or session) each SandboxPool sandbox serves: the AgentTasks' (or AgentSessions') `status.claim`,
+listed once, then watched; one index per kind.
 
 The claim is the task's status, which only the operator writes (the status subresource): it is the one authority
 for "pod X serves task t". The index answers from memory which task (if any) claims a pod, so an idle sandbox's
@@ -17,14 +18,16 @@ from kubernetes.client.exceptions import ApiException
 from pydantic import ValidationError
 
 from gateway.cluster.directory import KubeDirectory
+from mcpexec.api.agentsession import SessionPhase
 from mcpexec.api.agenttask import Phase
+from mcpexec.api.meta import AGENTTASK_PLURAL
 from mcpexec.api.sandboxpool import Claim
 
 log = logging.getLogger("mcpexec.gateway.claims")
 # Short watches, as for MCPServers: a blocked thread would hold up the gateway's shutdown until it returns.
 WATCH_SECONDS = 5
 RETRY_FIRST_SECONDS, RETRY_CEILING_SECONDS = 0.5, 10.0
-FINISHED = frozenset(p.value for p in Phase if p.finished)
+FINISHED = frozenset(p.value for p in Phase if p.finished) | {SessionPhase.ENDED.value}
 
 
 class ClaimEntry(NamedTuple):
@@ -62,8 +65,10 @@ class ClaimIndex:
     """Live claims by task and by (namespace, pod uid). Mutated on the event loop only (the watch thread hands its
     events over with `call_soon_threadsafe`), so it needs no lock."""
 
-    def __init__(self, directory: KubeDirectory) -> None:
+    def __init__(self, directory: KubeDirectory, plural: str = AGENTTASK_PLURAL) -> None:
+        """`plural`: the claimants it follows, AgentTasks or AgentSessions."""
         self._directory = directory
+        self.plural = plural
         self._by_task: dict[tuple[str, str], ClaimEntry] = {}
         self._by_pod: dict[tuple[str, str], set[tuple[str, str]]] = {}
         self._waiters: dict[tuple[str, str], set[asyncio.Event]] = {}
@@ -71,7 +76,7 @@ class ClaimIndex:
 
     @property
     def resource_version(self) -> str:
-        """Where the index's view of the AgentTasks stands (a watch resumes from it)."""
+        """Where the index's view of its claimants stands (a watch resumes from it)."""
         return self._resource_version
 
     def lookup(self, namespace: str, pod_uid: str) -> ClaimEntry | None:
@@ -142,8 +147,8 @@ class ClaimIndex:
         return found
 
     async def load(self) -> None:
-        """List every AgentTask (at start, and whenever the watch's resourceVersion has expired)."""
-        items, resource_version = await asyncio.to_thread(self._directory.agent_tasks)
+        """List every claimant (at start, and whenever the watch's resourceVersion has expired)."""
+        items, resource_version = await asyncio.to_thread(self._directory.listing, self.plural)
         self.replace(items, resource_version)
 
     async def follow(self) -> None:
@@ -161,20 +166,20 @@ class ClaimIndex:
                     await self.load()
                 # Events reach the loop before this call returns (FIFO), so the resourceVersion is current after it.
                 await asyncio.to_thread(
-                    self._directory.watch_agent_tasks, self._resource_version, WATCH_SECONDS, hand_over
+                    self._directory.watch, self.plural, self._resource_version, WATCH_SECONDS, hand_over
                 )
                 backoff = RETRY_FIRST_SECONDS
             except ApiException as exc:
                 if exc.status == 410:
-                    log.info("AgentTask watch expired; listing again")
+                    log.info("claimant watch expired; listing again", extra={"plural": self.plural})
                     self._resource_version = ""
                     continue
                 backoff = await self._back_off(exc, backoff)
             except Exception as exc:  # the connection broke, the API server is away: resume from where it was
                 backoff = await self._back_off(exc, backoff)
 
-    @staticmethod
-    async def _back_off(exc: Exception, backoff: float) -> float:
-        log.warning("watching AgentTask claims failed", extra={"error": f"{type(exc).__name__}: {exc}"[:300]})
+    async def _back_off(self, exc: Exception, backoff: float) -> float:
+        error = f"{type(exc).__name__}: {exc}"[:300]
+        log.warning("watching claims failed", extra={"plural": self.plural, "error": error})
         await asyncio.sleep(backoff)
         return min(backoff * 2, RETRY_CEILING_SECONDS)

@@ -8,7 +8,7 @@ from typing import Any, cast
 
 from kubernetes import client, watch
 
-from mcpexec.api.meta import AGENTTASK_PLURAL, GROUP, MCPSERVER_PLURAL, VERSION
+from mcpexec.api.meta import AGENTSESSION_PLURAL, AGENTTASK_PLURAL, GROUP, MCPSERVER_PLURAL, VERSION
 
 
 class KubeDirectory:
@@ -17,6 +17,7 @@ class KubeDirectory:
     def __init__(self, api_client: client.ApiClient) -> None:
         self._api = api_client
         self._auth = client.AuthenticationV1Api(api_client)
+        self._authz = client.AuthorizationV1Api(api_client)
         self._core = client.CoreV1Api(api_client)
         self._custom = client.CustomObjectsApi(api_client)
 
@@ -38,15 +39,22 @@ class KubeDirectory:
             self._custom.get_namespaced_custom_object(GROUP, VERSION, namespace, AGENTTASK_PLURAL, name),
         )
 
-    def agent_tasks(self, page_size: int = 500) -> tuple[list[dict[str, Any]], str]:
-        """Every AgentTask in the cluster (one consistent list, read in pages), and the list's resourceVersion."""
+    def agent_session(self, namespace: str, name: str) -> dict[str, Any]:
+        return cast(
+            dict[str, Any],
+            self._custom.get_namespaced_custom_object(GROUP, VERSION, namespace, AGENTSESSION_PLURAL, name),
+        )
+
+    def listing(self, plural: str, page_size: int = 500) -> tuple[list[dict[str, Any]], str]:
+        """Every resource of ours of this plural in the cluster (one consistent list, read in pages), and the list's
+        resourceVersion."""
         items: list[dict[str, Any]] = []
         resource_version, token = "", ""
         while True:
             answer = cast(
                 dict[str, Any],
                 self._custom.list_cluster_custom_object(
-                    GROUP, VERSION, AGENTTASK_PLURAL, limit=page_size, _continue=token or None
+                    GROUP, VERSION, plural, limit=page_size, _continue=token or None
                 ),
             )
             items += answer.get("items", [])
@@ -55,18 +63,23 @@ class KubeDirectory:
             if not token:
                 return items, resource_version
 
-    def watch_agent_tasks(
-        self, resource_version: str, timeout_seconds: int, on_event: Callable[[str, dict[str, Any]], None]
+    def watch(
+        self,
+        plural: str,
+        resource_version: str,
+        timeout_seconds: int,
+        on_event: Callable[[str, dict[str, Any]], None],
     ) -> None:
-        """Hand every AgentTask event after `resource_version` (ADDED, MODIFIED, DELETED, BOOKMARK) to `on_event`
-        as it arrives, until the timeout. An expired resourceVersion (410) raises ApiException: list again."""
+        """Hand every event of that plural's resources after `resource_version` (ADDED, MODIFIED, DELETED, BOOKMARK)
+        to `on_event` as it arrives, until the timeout. An expired resourceVersion (410) raises ApiException: list
+        again."""
         stream = watch.Watch()
         try:
             for event in stream.stream(
                 self._custom.list_cluster_custom_object,
                 GROUP,
                 VERSION,
-                AGENTTASK_PLURAL,
+                plural,
                 resource_version=resource_version,
                 timeout_seconds=timeout_seconds,
                 allow_watch_bookmarks=True,
@@ -108,3 +121,38 @@ class KubeDirectory:
     def secret_value(self, namespace: str, name: str, key: str) -> str:
         secret = self._core.read_namespaced_secret(name, namespace)
         return base64.b64decode((secret.data or {})[key]).decode()
+
+    def review_user_token(self, token: str) -> dict[str, Any]:
+        """TokenReview status of a person's (or a program's) own token, for the API server's own audiences: the
+        token `kubectl` would use, not a sandbox's (whose audience is the gateway only)."""
+        review = client.V1TokenReview(spec=client.V1TokenReviewSpec(token=token))
+        answer = self._plain(self._auth.create_token_review(review))
+        return cast(dict[str, Any], answer.get("status") or {})
+
+    def may(self, user: dict[str, Any], attributes: dict[str, str]) -> bool:
+        """A SubjectAccessReview: may this user (a TokenReview's `user`) do `attributes` (verb, group, resource,
+        subresource, namespace, name)?"""
+        spec = client.V1SubjectAccessReviewSpec(
+            user=user.get("username"),
+            uid=user.get("uid"),
+            groups=user.get("groups"),
+            extra=user.get("extra"),
+            resource_attributes=client.V1ResourceAttributes(**attributes),
+        )
+        review = client.V1SubjectAccessReview(spec=spec)
+        answer = self._plain(self._authz.create_subject_access_review(review))
+        return bool((answer.get("status") or {}).get("allowed"))
+
+    def create_session(self, namespace: str, body: dict[str, Any]) -> dict[str, Any]:
+        return cast(
+            dict[str, Any],
+            self._custom.create_namespaced_custom_object(GROUP, VERSION, namespace, AGENTSESSION_PLURAL, body),
+        )
+
+    def delete_session(self, namespace: str, name: str) -> None:
+        self._custom.delete_namespaced_custom_object(GROUP, VERSION, namespace, AGENTSESSION_PLURAL, name)
+
+    def patch_session_status(self, namespace: str, name: str, status: dict[str, Any]) -> None:
+        self._custom.patch_namespaced_custom_object_status(
+            GROUP, VERSION, namespace, AGENTSESSION_PLURAL, name, {"status": status}
+        )

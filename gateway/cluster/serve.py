@@ -1,5 +1,6 @@
 """The cluster-mode gateway server behind `python -m gateway` (env: REDIS_URL, LLM_BASE_URL,
-LLM_API_KEY, LLM_MODEL; listens on MCPEXEC_GATEWAY_HOST:MCPEXEC_GATEWAY_PORT, default 0.0.0.0:8000)."""
+LLM_API_KEY, LLM_MODEL; listens on MCPEXEC_GATEWAY_HOST:MCPEXEC_GATEWAY_PORT, default 0.0.0.0:8000, for sandboxes, and
+on MCPEXEC_GATEWAY_SESSIONS_PORT, default 8080, for people: the execute API and the MCP front door)."""
 
 from __future__ import annotations
 
@@ -13,6 +14,8 @@ from gateway.cluster.claims import ClaimIndex
 from gateway.cluster.directory import KubeDirectory
 from gateway.cluster.server_status import ServerStatusReporter
 from gateway.cluster.servers import ClusterServers
+from gateway.cluster.sessions import ClusterSessions, SessionUsers
+from gateway.cluster.sessions_api import SessionsServer
 from gateway.core import GatewayCore
 from gateway.errors import PiiDetectorUnavailable
 from gateway.pii import presidio_detector
@@ -24,6 +27,7 @@ from gateway.tools.catalog import namespaced_server_key
 from gateway.web.app import create_app
 from gateway.web.ops import create_ops_app
 from gateway.web.serving import HTTP, BackgroundServer
+from mcpexec.api.meta import AGENTSESSION_PLURAL
 
 # How often each replica probes the MCPServers for their status (patched only when it changes).
 STATUS_EVERY_SECONDS = 15.0
@@ -43,9 +47,11 @@ async def serve(settings: GatewaySettings) -> None:
     directory = KubeDirectory(_api_client())
     servers = ClusterServers(directory, settings.servers_refresh_seconds, frozenset(settings.stdio_server_namespaces))
     await servers.refresh()
-    claims = ClaimIndex(directory)
-    await claims.load()  # which pool sandbox serves which task: known before the first request is served
-    authenticator = ClusterAuthenticator(directory, settings.audience, claims)
+    claims, session_claims = ClaimIndex(directory), ClaimIndex(directory, AGENTSESSION_PLURAL)
+    # Which pool sandbox serves which task or session: known before the first request is served.
+    await claims.load()
+    await session_claims.load()
+    authenticator = ClusterAuthenticator(directory, settings.audience, claims, sessions=session_claims)
     limits = settings.limits()
     try:
         core = GatewayCore(
@@ -67,21 +73,27 @@ async def serve(settings: GatewaySettings) -> None:
         raise SystemExit(f"MCPEXEC_PII_MINIMUM_ENTITIES: {exc.message}") from None
     refresher = asyncio.create_task(servers.refresh_forever(), name="mcpserver-refresh")
     claim_watch = asyncio.create_task(claims.follow(), name="claim-index")
+    session_watch = asyncio.create_task(session_claims.follow(), name="session-claim-index")
     reporter = ServerStatusReporter(directory, servers, core.catalog)
     status_reports = asyncio.create_task(reporter.report_forever(STATUS_EVERY_SECONDS), name="mcpserver-status")
     await core.start()
     try:
         app = create_app(core)
         ops = BackgroundServer(create_ops_app(core, app), host=settings.host, port=settings.ops_port)
+        people = SessionsServer(ClusterSessions(core, directory, SessionUsers(directory)))
+        users = BackgroundServer(people, host=settings.host, port=settings.sessions_port, lifespan="on")
         await ops.start()
-        try:  # the API server owns the signals: SIGTERM ends it, then the ops server
+        await users.start()
+        try:  # the API server owns the signals: SIGTERM ends it, then the ops and sessions servers
             config = uvicorn.Config(app, host=settings.host, port=settings.port, lifespan="off", http=HTTP)
             await uvicorn.Server(config).serve()
         finally:
+            await users.stop()
             await ops.stop()
     finally:
         refresher.cancel()
         claim_watch.cancel()
+        session_watch.cancel()
         status_reports.cancel()
         await core.close()
 

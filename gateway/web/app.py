@@ -3,6 +3,7 @@ else (health, metrics and the API's documentation are on the ops port: gateway/w
 
 from __future__ import annotations
 
+import time
 from typing import Annotated, Any
 
 from fastapi import Depends, FastAPI, Query, Request, Response
@@ -27,7 +28,7 @@ from gateway.web.auth import authorize
 from gateway.web.body_limit import BodyLimit
 from gateway.web.lean_route import LeanRoute
 
-_ERRORS: dict[int | str, dict[str, Any]] = {
+ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
     status: {"model": ErrorResponse} for status in (401, 403, 404, 413, 422, 429, 502, 503, 504)
 }
 # The codes of the errors Starlette raises itself (no route, body over the limit); any other is `http_error`.
@@ -39,6 +40,8 @@ _EVENT_STREAM: dict[str, Any] = {
     "`data: [DONE]`",
     "content": {_EVENT_STREAM_TYPE: {"schema": {"type": "string"}}},
 }
+# How long past a session runtime's poll its broker session is kept for the next one (polls follow each other at once).
+SESSION_POLL_SLACK_SECONDS = 60.0
 _bearer = HTTPBearer(
     auto_error=False, description="Per-task token: a gateway JWT locally, a projected SA token in a cluster"
 )
@@ -65,21 +68,8 @@ async def _caller(request: Request, credentials: Credentials) -> TaskContext:
 Caller = Annotated[TaskContext, Depends(_caller)]
 
 
-def create_app(core: GatewayCore) -> FastAPI:
-    app = FastAPI(
-        title="mcpexec gateway",
-        version="1",
-        description="The only door from an mcpexec sandbox to MCP tools and models.",
-        # FastAPI's native OpenTelemetry is off: it would record failed requests with their input values, and the
-        # gateway's observability (audit log, Prometheus) never carries payloads. It also costs a check per request.
-        telemetry={"tracing": False, "metrics": False, "logs": False, "operation_spans": False},
-        # Served on the ops port, which task pods cannot reach (gateway/web/ops.py).
-        openapi_url=None,
-        docs_url=None,
-        redoc_url=None,
-    )
-    app.state.core = core
-    app.add_middleware(BodyLimit, max_bytes=core.limits.max_request_bytes)
+def install_error_handlers(app: FastAPI, core: GatewayCore) -> None:
+    """Every refusal as the contract's error body (`{"error": {code, message}}`), counted by code."""
 
     @app.exception_handler(GatewayError)
     async def _gateway_error(_request: Request, exc: GatewayError) -> JSONResponse:
@@ -98,9 +88,33 @@ def create_app(core: GatewayCore) -> FastAPI:
         core.metrics.errors.labels(code).inc()
         return _error(exc.status_code, code, str(exc.detail))
 
+
+def gateway_app(core: GatewayCore, title: str, description: str) -> FastAPI:
+    """A FastAPI app of the gateway's: its request limit, its error bodies, no native telemetry, no docs of its own."""
+    app = FastAPI(
+        title=title,
+        version="1",
+        description=description,
+        # FastAPI's native OpenTelemetry is off: it would record failed requests with their input values, and the
+        # gateway's observability (audit log, Prometheus) never carries payloads. It also costs a check per request.
+        telemetry={"tracing": False, "metrics": False, "logs": False, "operation_spans": False},
+        # The sandbox API's are served on the ops port, which task pods cannot reach (gateway/web/ops.py).
+        openapi_url=None,
+        docs_url=None,
+        redoc_url=None,
+    )
+    app.state.core = core
+    app.add_middleware(BodyLimit, max_bytes=core.limits.max_request_bytes)
+    install_error_handlers(app, core)
+    return app
+
+
+def create_app(core: GatewayCore) -> FastAPI:
+    app = gateway_app(core, "mcpexec gateway", "The only door from an mcpexec sandbox to MCP tools and models.")
+
     @app.get(
         "/v1/assignment",
-        responses={**_ERRORS, 204: {"description": "Not claimed yet: ask again"}},
+        responses={**ERROR_RESPONSES, 204: {"description": "Not claimed yet: ask again"}},
         response_model=Assignment,
         response_model_exclude_none=True,
         response_model_by_alias=True,
@@ -116,7 +130,7 @@ def create_app(core: GatewayCore) -> FastAPI:
 
     @app.get(
         "/v1/session/next",
-        responses={**_ERRORS, 204: {"description": "Nothing to run yet: ask again"}},
+        responses={**ERROR_RESPONSES, 204: {"description": "Nothing to run yet: ask again"}},
         response_model=Execution,
         response_model_by_alias=True,
     )
@@ -125,20 +139,24 @@ def create_app(core: GatewayCore) -> FastAPI:
     ) -> Execution | Response:
         """An interactive session's runtime asks for its next execution: waits up to `wait` seconds, then 204;
         403 `no_session` once the session is over (or for a task that has none)."""
+        if ctx.session:  # an AgentSession's sandbox: its broker session opens with its first poll (or execution)
+            core.executions.open(ctx.scope)
+            # ...and lasts while it polls, whatever its token's cache says: the reaper would end the session.
+            core.keep(ctx.scope, time.time() + wait + SESSION_POLL_SLACK_SECONDS)
         execution = await core.executions.next(ctx.scope, wait)
         return Response(status_code=204) if execution is None else execution
 
-    @app.post("/v1/session/executions/{execution_id}", responses=_ERRORS, status_code=204)
+    @app.post("/v1/session/executions/{execution_id}", responses=ERROR_RESPONSES, status_code=204)
     async def complete_execution(ctx: Caller, execution_id: str, outcome: ExecutionOutcome) -> None:
         """The runtime's outcome of an execution it was given (the gateway bounds each stream again); 404 when its
         caller gave up on it."""
         core.executions.complete(ctx.scope, execution_id, outcome)
 
-    @app.get("/v1/servers", responses=_ERRORS)
+    @app.get("/v1/servers", responses=ERROR_RESPONSES)
     async def list_servers(ctx: Caller) -> ServersAnswer:
         return await core.catalog.servers(ctx)
 
-    @app.get("/v1/tools", responses=_ERRORS, response_model_exclude_none=True, response_model_by_alias=True)
+    @app.get("/v1/tools", responses=ERROR_RESPONSES, response_model_exclude_none=True, response_model_by_alias=True)
     async def search_tools(
         ctx: Caller,
         query: Annotated[str, Query(max_length=500)] = "",
@@ -147,11 +165,11 @@ def create_app(core: GatewayCore) -> FastAPI:
     ) -> ToolsAnswer:
         return await core.catalog.search(ctx, query, detail, server)
 
-    @app.get("/v1/tools/{server}/{tool}", responses=_ERRORS, response_model_exclude_none=True)
+    @app.get("/v1/tools/{server}/{tool}", responses=ERROR_RESPONSES, response_model_exclude_none=True)
     async def get_tool(ctx: Caller, server: str, tool: str) -> ToolFull:
         return await core.catalog.tool_details(ctx, server, tool)
 
-    @app.get("/v1/servers/{server}/wrappers", responses=_ERRORS)
+    @app.get("/v1/servers/{server}/wrappers", responses=ERROR_RESPONSES)
     async def get_wrappers(ctx: Caller, server: str) -> WrapperModule:
         tools = await core.catalog.allowed_tools(ctx, server)
         return WrapperModule(server=server, module=wrapper_source.wrapper_module(server, tools))
@@ -164,17 +182,17 @@ def create_app(core: GatewayCore) -> FastAPI:
         "/v1/tools/{server}/{tool}/call",
         call_tool,
         methods=["POST"],
-        responses=_ERRORS,
+        responses=ERROR_RESPONSES,
         response_model_exclude_none=True,
         route_class_override=LeanRoute,
     )
 
-    @app.post("/v1/skills/seal", responses=_ERRORS)
+    @app.post("/v1/skills/seal", responses=ERROR_RESPONSES)
     async def seal_skill(ctx: Caller, skill: SkillCode) -> Seal:
         """The seal a skill is saved with: the tools this task may call now, signed with the code (docs/security.md)."""
         return await core.skill_seals.seal(ctx, skill)
 
-    @app.post("/v1/skills/check", responses=_ERRORS, status_code=204)
+    @app.post("/v1/skills/check", responses=ERROR_RESPONSES, status_code=204)
     async def check_skill(ctx: Caller, skill: SealedSkill) -> None:
         """204 if this task may run the skill's code: its seal is intact and its writer could call every tool this
         task can; 403 `skill_refused` otherwise."""
@@ -182,7 +200,7 @@ def create_app(core: GatewayCore) -> FastAPI:
 
     @app.post(
         "/v1/llm/chat/completions",
-        responses={**_ERRORS, 200: _EVENT_STREAM},
+        responses={**ERROR_RESPONSES, 200: _EVENT_STREAM},
         response_model=ChatCompletionResponse,
         response_model_exclude_none=True,
     )

@@ -1,4 +1,4 @@
-"""`GET /v1/assignment`: a SandboxPool's sandbox asks which task it is to run.
+"""`GET /v1/assignment`: a SandboxPool's sandbox asks which task (or AgentSession) it is to run.
 
 A warm sandbox starts with no task; it long-polls here until the operator claims it for one, then runs that task
 as a cold sandbox runs its task.json. Only a pool sandbox's token is answered (the assigner refuses any other), and
@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from gateway.core import GatewayCore
 from gateway.errors import Forbidden, Unauthenticated
 from mcpexec.api.agenttask import runtime_task_config
+from runtime.contract import SESSION_MODE
 
 log = logging.getLogger("mcpexec.gateway.assignment")
 
@@ -49,7 +50,8 @@ async def assignment(core: GatewayCore, token: str | None, wait: float) -> Assig
     if ctx is None:
         return None
     task = ctx.task
-    log.info("sandbox assigned", extra={"task": ctx.task_id, "task_uid": ctx.uid})
-    return Assignment.model_validate(
-        runtime_task_config(task.metadata.namespace, task.metadata.name, ctx.uid, task.spec)
-    )
+    log.info("sandbox assigned", extra={"task": ctx.task_id, "task_uid": ctx.uid, "session": ctx.session})
+    config = runtime_task_config(task.metadata.namespace, task.metadata.name, ctx.uid, task.spec)
+    if ctx.session:  # an AgentSession's: the runtime serves executions (runtime/session.py), it has no code of its own
+        config = {key: value for key, value in config.items() if key != "code"} | {"mode": SESSION_MODE}
+    return Assignment.model_validate(config)

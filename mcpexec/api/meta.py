@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Annotated, Literal
 
 from kubernetes.utils.quantity import parse_quantity
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 GROUP = "mcpexec.dev"
 VERSION = "v1alpha1"
@@ -16,6 +16,7 @@ API_VERSION = f"{GROUP}/{VERSION}"
 AGENTTASK_PLURAL = "agenttasks"
 MCPSERVER_PLURAL = "mcpservers"
 SANDBOXPOOL_PLURAL = "sandboxpools"
+AGENTSESSION_PLURAL = "agentsessions"
 
 # The audience of the token a sandbox shows the gateway (projected in a cluster, minted locally).
 GATEWAY_AUDIENCE = "mcpexec-gateway"
@@ -24,6 +25,8 @@ GATEWAY_AUDIENCE = "mcpexec-gateway"
 MANAGED_BY = "mcpexec"
 MANAGED_LABELS = {"app.kubernetes.io/managed-by": MANAGED_BY}
 TASK_LABEL = f"{GROUP}/task"
+# A pool sandbox claimed by an AgentSession carries SESSION_LABEL (the session's name) instead of TASK_LABEL.
+SESSION_LABEL = f"{GROUP}/session"
 SKILLS_OWNER_LABEL = f"{GROUP}/skills-owner"
 # A SandboxPool's pods, ServiceAccount and NetworkPolicy carry POOL_LABEL; its pods also SANDBOX_STATE_LABEL (idle
 # until the operator claims one for a task: then claimed, with the task's TASK_LABEL) and the hash of the template
@@ -71,3 +74,8 @@ class Resource(BaseModel):
 
     api_version: Literal["mcpexec.dev/v1alpha1"] = Field(alias="apiVersion")
     metadata: ObjectMeta
+
+
+def validation_message(exc: ValidationError) -> str:
+    """A refused spec's errors on one line, each with its field path (for a status condition)."""
+    return "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())

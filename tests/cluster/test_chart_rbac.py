@@ -24,8 +24,9 @@ from gateway.cluster.servers import ClusterServers
 from gateway.sessions.pool import SessionPool
 from gateway.settings import Limits
 from gateway.tools.catalog import Catalog, namespaced_server_key
-from mcpexec.api.meta import GROUP, MCPSERVER_PLURAL, VERSION
+from mcpexec.api.meta import AGENTSESSION_PLURAL, AGENTTASK_PLURAL, GROUP, MCPSERVER_PLURAL, VERSION
 from tests.cluster.kube import create_task, task_status, wait_for
+from tests.cluster.test_sessions import create_session, session_status
 from tests.support.chart import render
 from tests.support.components import REPO, demo_over_http, free_port
 from tests.support.control_plane import ControlPlane
@@ -99,6 +100,9 @@ def test_operator_works_with_the_charts_rbac_only(cluster: ControlPlane, namespa
                 90,
                 "task accepted under chart RBAC",
             )
+            # An AgentSession too: its pool does not exist, so it waits, and says so in its status.
+            create_session(namespace, "rbac", "missing")
+            wait_for(lambda: session_status(namespace, "rbac").get("reason") == "SandboxPoolNotFound", 90, "session")
         finally:
             proc.terminate()
             proc.wait(timeout=30)
@@ -128,10 +132,20 @@ def test_gateway_resolves_tokens_with_the_charts_rbac_only(
         )
     )
     assert context.task.task_id == f"{namespace}/caller"
-    # The claim index: every AgentTask listed, then watched (a 403 would raise here).
-    claims = ClaimIndex(directory)
-    asyncio.run(claims.load())
-    directory.watch_agent_tasks(claims.resource_version, 1, lambda _kind, _document: None)
+    # The claim indexes: every AgentTask and AgentSession listed, then watched (a 403 would raise here).
+    for plural in (AGENTTASK_PLURAL, AGENTSESSION_PLURAL):
+        claims = ClaimIndex(directory, plural)
+        asyncio.run(claims.load())
+        directory.watch(plural, claims.resource_version, 1, lambda _kind, _document: None)
+    # People's sessions: their rights asked of the API server; the front door's AgentSessions made, their activity
+    # recorded, deleted.
+    attributes = {"verb": "create", "group": GROUP, "resource": AGENTSESSION_PLURAL, "namespace": namespace}
+    assert not directory.may({"username": "nobody", "groups": ["system:authenticated"]}, attributes)
+    body = {"apiVersion": f"{GROUP}/{VERSION}", "kind": "AgentSession", "metadata": {"generateName": "mcp-"},
+            "spec": {"poolRef": {"name": "none"}}}  # fmt: skip
+    name = directory.create_session(namespace, body)["metadata"]["name"]
+    directory.patch_session_status(namespace, name, {"lastActivity": "2026-01-01T00:00:00Z"})
+    directory.delete_session(namespace, name)
     # And nothing beyond: the gateway cannot read Secrets unless headerSecrets is on.
     try:
         directory.secret_value(namespace, "anything", "key")

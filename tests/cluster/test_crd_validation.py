@@ -1,4 +1,4 @@
-"""The API server itself rejects malformed AgentTasks and MCPServers, with a message a person can act on."""
+"""The API server itself rejects malformed AgentTasks, MCPServers and AgentSessions, with a message one can act on."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
-from mcpexec.api.meta import API_VERSION, GROUP, MCPSERVER_PLURAL, VERSION
+from mcpexec.api.meta import AGENTSESSION_PLURAL, API_VERSION, GROUP, MCPSERVER_PLURAL, VERSION
 from tests.cluster.kube import create_task
 from tests.support.control_plane import ControlPlane
 from tests.support.malformed import MALFORMED_TASKS, agenttask
@@ -69,3 +69,40 @@ def test_malformed_mcpserver_is_rejected(
         lambda: api.create_namespaced_custom_object(GROUP, VERSION, namespace, MCPSERVER_PLURAL, body)
     )
     assert expected in message, message
+
+
+MALFORMED_SESSIONS: list[tuple[str, dict[str, Any], str]] = [
+    ("no pool", {}, "poolRef"),
+    ("idle past lifetime", {"idleTimeoutSeconds": 600, "maxLifetimeSeconds": 300}, "must not exceed"),
+    ("lifetime over a day", {"maxLifetimeSeconds": 86_401}, "86400"),
+    ("unknown field", {"code": "print(1)"}, "code"),
+]
+
+
+@pytest.mark.parametrize(("why", "spec", "expected"), MALFORMED_SESSIONS, ids=[m[0] for m in MALFORMED_SESSIONS])
+def test_malformed_agentsession_is_rejected(
+    cluster: ControlPlane, namespace: str, why: str, spec: dict[str, Any], expected: str
+) -> None:
+    base = {} if why == "no pool" else {"poolRef": {"name": "fast"}}
+    body = {"apiVersion": API_VERSION, "kind": "AgentSession", "metadata": {"name": "s"}, "spec": {**base, **spec}}
+    api = client.CustomObjectsApi()
+    message = _reject_message(
+        lambda: api.create_namespaced_custom_object(
+            GROUP, VERSION, namespace, AGENTSESSION_PLURAL, body, field_validation="Strict"
+        )
+    )
+    assert expected in message, message
+
+
+def test_an_agentsessions_defaults_are_applied_and_its_spec_is_immutable(cluster: ControlPlane, namespace: str) -> None:
+    body = {"apiVersion": API_VERSION, "kind": "AgentSession", "metadata": {"name": "s"},
+            "spec": {"poolRef": {"name": "fast"}}}  # fmt: skip
+    api = client.CustomObjectsApi()
+    created = api.create_namespaced_custom_object(GROUP, VERSION, namespace, AGENTSESSION_PLURAL, body)
+    assert (created["spec"]["idleTimeoutSeconds"], created["spec"]["maxLifetimeSeconds"]) == (900, 3600)
+    message = _reject_message(
+        lambda: api.patch_namespaced_custom_object(
+            GROUP, VERSION, namespace, AGENTSESSION_PLURAL, "s", {"spec": {"idleTimeoutSeconds": 60}}
+        )
+    )
+    assert "immutable" in message

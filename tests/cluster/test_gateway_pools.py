@@ -278,24 +278,17 @@ def _task_token(namespace: str) -> str:
     return str(answer.status.token)
 
 
-@pytest.mark.timeout(180)
-def test_the_runtime_waits_for_its_assignment_then_runs_that_task(cluster: ControlPlane, namespace: str) -> None:
-    """`python3 -m runtime` in a pool sandbox's environment (no task file, a pod-bound token): it starts before the
-    gateway can be reached, waits through 204s, and once the task's claim is written runs that task with the
-    task's tools (wrappers generated after the assignment), writes its result and exits."""
-    _pool_account(namespace)
-    pod = _pool_pod(namespace, f"{POOL_ACCOUNT}-ccccc")
-    code = "from servers.crm import get_customer\nprint('customer', get_customer(customer_id='C001')['id'])"
-    create_task(namespace, agenttask("warm", poolRef={"name": POOL}, mcpServers=["crm"], code=code))
-    crm_port, gateway_port = free_port(), free_port()
-    _crm_server(namespace, crm_port)
+@contextmanager
+def pool_runtime(token: str, gateway_port: int) -> Iterator[tuple[subprocess.Popen[str], Path]]:
+    """`python3 -m runtime` as a pool's sandbox runs it (no task file, a pod-bound token), asking the gateway on
+    `gateway_port` for its assignment; and its workspace. Killed on exit if still running."""
     with tempfile.TemporaryDirectory(prefix="mcpexec-pool-") as tmp:
         root = Path(tmp)
         (root / "path").mkdir()
         (root / "path" / "runtime").symlink_to(RUNTIME_PACKAGE)
         workspace, token_file = root / "workspace", root / "token"
         workspace.mkdir()
-        token_file.write_text(_pod_token(namespace, pod) + "\n")
+        token_file.write_text(token + "\n")
         environment = contract.sandbox_environment(
             gateway_url=f"http://127.0.0.1:{gateway_port}",
             result_file=str(workspace / "result.json"),
@@ -321,17 +314,32 @@ def test_the_runtime_waits_for_its_assignment_then_runs_that_task(cluster: Contr
             text=True,
         )
         try:
-            time.sleep(1)  # the gateway is not there yet: the runtime keeps trying
-            assert runtime.poll() is None
-            with demo_over_http(crm_port), ClusterGateway(cluster, gateway_port):
-                time.sleep(2)  # polls answered 204: still waiting
-                assert runtime.poll() is None
-                _write_claim(namespace, "warm", pod)
-                _stdout, stderr = runtime.communicate(timeout=60)
+            yield runtime, workspace
         finally:
             if runtime.poll() is None:
                 runtime.kill()
                 runtime.wait()
+
+
+@pytest.mark.timeout(180)
+def test_the_runtime_waits_for_its_assignment_then_runs_that_task(cluster: ControlPlane, namespace: str) -> None:
+    """`python3 -m runtime` in a pool sandbox's environment (no task file, a pod-bound token): it starts before the
+    gateway can be reached, waits through 204s, and once the task's claim is written runs that task with the
+    task's tools (wrappers generated after the assignment), writes its result and exits."""
+    _pool_account(namespace)
+    pod = _pool_pod(namespace, f"{POOL_ACCOUNT}-ccccc")
+    code = "from servers.crm import get_customer\nprint('customer', get_customer(customer_id='C001')['id'])"
+    create_task(namespace, agenttask("warm", poolRef={"name": POOL}, mcpServers=["crm"], code=code))
+    crm_port, gateway_port = free_port(), free_port()
+    _crm_server(namespace, crm_port)
+    with pool_runtime(_pod_token(namespace, pod), gateway_port) as (runtime, workspace):
+        time.sleep(1)  # the gateway is not there yet: the runtime keeps trying
+        assert runtime.poll() is None
+        with demo_over_http(crm_port), ClusterGateway(cluster, gateway_port):
+            time.sleep(2)  # polls answered 204: still waiting
+            assert runtime.poll() is None
+            _write_claim(namespace, "warm", pod)
+            _stdout, stderr = runtime.communicate(timeout=60)
         result = json.loads((workspace / "result.json").read_text())
     assert runtime.returncode == 0, (result, stderr)
     assert result["phase"] == "Succeeded"

@@ -158,7 +158,11 @@ def test_singletons_and_the_gateways_availability() -> None:
     container = gateway["spec"]["template"]["spec"]["containers"][0]
     assert container["readinessProbe"]["httpGet"] == {"path": "/readyz", "port": "ops"}
     assert container["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": "ops"}
-    assert {p["name"]: p["containerPort"] for p in container["ports"]} == {"http": 8000, "ops": 9090}
+    assert {p["name"]: p["containerPort"] for p in container["ports"]} == {
+        "http": 8000,
+        "ops": 9090,
+        "sessions": 8080,
+    }
     [budget] = _by_kind(docs, "PodDisruptionBudget").values()
     assert budget["spec"]["selector"] == gateway["spec"]["selector"]
     assert budget["spec"]["maxUnavailable"] == 1
@@ -241,6 +245,11 @@ def test_network_policies_guard_the_control_plane() -> None:
     pools = {"app.kubernetes.io/name": "mcpexec-sandbox", "app.kubernetes.io/managed-by": "mcpexec"}
     # Task pods and pool sandboxes (idle ones ask for their assignment) reach the API port only; the scrapers the
     # ops port only (metrics and docs are not the sandbox's).
+    not_sandboxes = {
+        "key": "app.kubernetes.io/name",
+        "operator": "NotIn",
+        "values": ["mcpexec-task", "mcpexec-sandbox"],
+    }
     assert gateway["ingress"] == [
         {
             "from": [
@@ -250,6 +259,10 @@ def test_network_policies_guard_the_control_plane() -> None:
             "ports": [{"protocol": "TCP", "port": 8000}],
         },
         {"from": [{"podSelector": {}}], "ports": [{"protocol": "TCP", "port": 9090}]},
+        {  # people's door: any pod but a sandbox
+            "from": [{"namespaceSelector": {}, "podSelector": {"matchExpressions": [not_sandboxes]}}],
+            "ports": [{"protocol": "TCP", "port": 8080}],
+        },
     ]
     operator = policies["rel-mcpexec-operator"]["spec"]
     assert operator["ingress"] == [{"from": [{"podSelector": {}}], "ports": [{"protocol": "TCP", "port": 9090}]}]

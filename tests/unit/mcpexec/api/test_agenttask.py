@@ -9,6 +9,7 @@ import pytest
 import yaml
 from pydantic import BaseModel, ValidationError
 
+from mcpexec.api.agentsession import AgentSessionSpec
 from mcpexec.api.agenttask import AgentTask, AgentTaskSpec, parse_agenttask
 from mcpexec.api.mcpserver import MCPServerSpec
 from mcpexec.api.sandboxpool import SandboxPoolSpec
@@ -49,6 +50,10 @@ def test_agenttask_model_matches_crd() -> None:
 
 def test_sandboxpool_model_matches_crd() -> None:
     _assert_same_shape(SandboxPoolSpec, _crd_spec(REPO / "crds" / "sandboxpools.mcpexec.dev.yaml"), "spec")
+
+
+def test_agentsession_model_matches_crd() -> None:
+    _assert_same_shape(AgentSessionSpec, _crd_spec(REPO / "crds" / "agentsessions.mcpexec.dev.yaml"), "spec")
 
 
 def test_mcpserver_model_matches_crd() -> None:

@@ -1,0 +1,160 @@
+"""AgentSessions for people: their own Kubernetes token in, code run in their session's sandbox, its outcome out.
+
+The caller is whoever the API server says their bearer token is (TokenReview with the API server's own audiences,
+the token `kubectl` uses; never the sandboxes' audience), and may do what a SubjectAccessReview says they may, as
+`kubectl exec` is authorized by `create` on `pods/exec`: `create` on `agentsessions/exec` (group mcpexec.dev) for
+that session in its namespace runs code in it; `create` on `agentsessions` (and on `agentsessions/exec`) opens one
+through the MCP front door. A refusal is 401 (no such user) or 403 (no such right); nothing is cached but the
+TokenReview, briefly.
+
+Activity: each execution patches the session's `status.lastActivity` (and `usage.executions`), at most once per
+`activity_every` seconds per session (a quarter of its idle timeout, at most ACTIVITY_EVERY_SECONDS), at its start and
+its end; the operator ends a session idle past its timeout (controller/sessions.py).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import logging
+import time
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from kubernetes.client.exceptions import ApiException
+
+from gateway.cluster.directory import KubeDirectory
+from gateway.core import GatewayCore
+from gateway.errors import Forbidden, NoSession, NotFound, Unauthenticated
+from gateway.executions.broker import ANSWER_GRACE_SECONDS, ExecuteRequest, ExecutionOutcome
+from mcpexec.api.agentsession import MAX_LIFETIME_SECONDS, SessionPhase
+from mcpexec.api.meta import AGENTSESSION_PLURAL, GROUP
+
+log = logging.getLogger("mcpexec.gateway.sessions")
+
+ACTIVITY_EVERY_SECONDS = 30.0
+REVIEW_CACHE_SECONDS = 10.0
+_CACHE_MAX = 4096
+User = dict[str, Any]
+
+
+class SessionUsers:
+    """Who a person's token is (TokenReview, cached briefly by the token's hash) and what they may (a
+    SubjectAccessReview each time: a revoked RoleBinding takes effect at once)."""
+
+    def __init__(self, directory: KubeDirectory, cache_seconds: float = REVIEW_CACHE_SECONDS) -> None:
+        self._directory = directory
+        self._cache_seconds = cache_seconds
+        self._users: dict[str, tuple[User, float]] = {}
+
+    async def user(self, token: str | None) -> User:
+        if not token:
+            raise Unauthenticated("missing bearer token: send your own Kubernetes token")
+        key = hashlib.sha256(token.encode()).hexdigest()
+        known = self._users.get(key)
+        if known is not None and known[1] > time.time():
+            return known[0]
+        try:
+            status = await asyncio.to_thread(self._directory.review_user_token, token)
+        except ApiException as exc:
+            raise Unauthenticated(f"cannot review the token (apiserver answered {exc.status})") from None
+        user = status.get("user") or {}
+        if not status.get("authenticated") or not user.get("username"):
+            raise Unauthenticated("the token is not valid for this cluster (TokenReview refused it)")
+        if len(self._users) >= _CACHE_MAX:
+            self._users = {k: v for k, v in self._users.items() if v[1] > time.time()}
+        self._users[key] = (user, time.time() + self._cache_seconds)
+        return dict(user)
+
+    async def require(self, user: User, verb: str, namespace: str, name: str = "", subresource: str = "") -> None:
+        """Forbidden unless the SubjectAccessReview allows `verb` on agentsessions[/subresource] [name] there."""
+        attributes = {"verb": verb, "group": GROUP, "resource": AGENTSESSION_PLURAL, "namespace": namespace}
+        attributes |= {"name": name} if name else {}
+        attributes |= {"subresource": subresource} if subresource else {}
+        try:
+            allowed = await asyncio.to_thread(self._directory.may, user, attributes)
+        except ApiException as exc:
+            raise Forbidden(f"cannot check your access (apiserver answered {exc.status})") from None
+        if not allowed:
+            what = f"{AGENTSESSION_PLURAL}{'/' + subresource if subresource else ''}"
+            target = f" {name!r}" if name else ""
+            raise Forbidden(f"{user.get('username')} may not {verb} {what}{target} in namespace {namespace}")
+
+
+def session_scope(document: dict[str, Any]) -> str:
+    """The broker's key of a Ready session: its sandbox's TaskContext.scope (namespace/name/uid). NoSession while
+    it is Pending or once it has ended."""
+    meta = document["metadata"]
+    status = document.get("status") or {}
+    if status.get("phase") != SessionPhase.READY.value or not (status.get("claim") or {}).get("podName"):
+        phase = status.get("phase") or SessionPhase.PENDING.value
+        reason = f" ({status['reason']})" if status.get("reason") else ""
+        raise NoSession(f"session {meta['namespace']}/{meta['name']} is {phase}{reason}, not Ready")
+    return f"{meta['namespace']}/{meta['name']}/{meta['uid']}"
+
+
+@dataclass
+class _Activity:
+    written: float = 0.0
+    used: float = 0.0
+    executions: int = 0
+
+
+class ClusterSessions:
+    """The execute API over the broker: the caller's rights checked, the session's activity recorded."""
+
+    def __init__(self, core: GatewayCore, directory: KubeDirectory, users: SessionUsers) -> None:
+        self.core = core
+        self.directory = directory
+        self.users = users
+        self._activity: dict[str, _Activity] = {}
+
+    async def read(self, namespace: str, name: str) -> dict[str, Any]:
+        try:
+            return await asyncio.to_thread(self.directory.agent_session, namespace, name)
+        except ApiException as exc:
+            if exc.status == 404:
+                raise NotFound(f"no AgentSession {name!r} in namespace {namespace}") from None
+            raise
+
+    async def execute(self, token: str | None, namespace: str, name: str, request: ExecuteRequest) -> ExecutionOutcome:
+        user = await self.users.user(token)
+        await self.users.require(user, "create", namespace, name, "exec")
+        return await self.run(await self.read(namespace, name), request)
+
+    async def run(self, document: dict[str, Any], request: ExecuteRequest) -> ExecutionOutcome:
+        """Run the request in the session (already authorized)."""
+        scope = await self.touch(document, request.timeout_seconds + ANSWER_GRACE_SECONDS)
+        try:
+            return await self.core.executions.execute(scope, request.code, request.timeout_seconds)
+        finally:
+            await self._record(document, self._activity[scope])
+
+    async def touch(self, document: dict[str, Any], seconds: float) -> str:
+        """A Ready session about to run code: its broker session opened (if its runtime has not polled yet), kept
+        from the reaper for `seconds`, its activity recorded; returns its scope."""
+        scope = session_scope(document)
+        self.core.executions.open(scope)
+        self.core.keep(scope, time.time() + seconds)
+        if len(self._activity) >= _CACHE_MAX:  # no session outlives MAX_LIFETIME_SECONDS
+            gone = time.monotonic() - MAX_LIFETIME_SECONDS
+            self._activity = {k: v for k, v in self._activity.items() if v.used > gone}
+        activity = self._activity.setdefault(scope, _Activity())
+        activity.executions += 1
+        activity.used = time.monotonic()
+        await self._record(document, activity)
+        return scope
+
+    async def _record(self, document: dict[str, Any], activity: _Activity) -> None:
+        idle = float((document.get("spec") or {}).get("idleTimeoutSeconds") or ACTIVITY_EVERY_SECONDS)
+        if time.monotonic() - activity.written < min(ACTIVITY_EVERY_SECONDS, idle / 4):
+            return
+        activity.written = time.monotonic()
+        meta = document["metadata"]
+        stamp = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        status = {"lastActivity": stamp, "usage": {"executions": activity.executions}}
+        try:
+            await asyncio.to_thread(self.directory.patch_session_status, meta["namespace"], meta["name"], status)
+        except ApiException as exc:  # the execution goes on; the next one records again
+            log.warning("could not record session activity", extra={"session": meta["name"], "status": exc.status})

@@ -1,0 +1,49 @@
+"""The gateway's door for people: the execute API and the MCP front door, on a port of its own.
+
+Sandboxes reach the gateway's sandbox port only (their NetworkPolicy allows nothing else), so nothing here is a way
+around a sandbox's own policy: a sandbox holds no user's token, and cannot reach this listener. The chart's
+NetworkPolicy for the gateway admits this port from anywhere but sandbox pods.
+"""
+
+from __future__ import annotations
+
+from fastapi import FastAPI
+from starlette.types import Receive, Scope, Send
+
+from gateway.cluster.front_door import PREFIX, ClusterFrontDoor
+from gateway.cluster.sessions import ClusterSessions
+from gateway.executions.broker import ExecuteRequest, ExecutionOutcome
+from gateway.web.app import ERROR_RESPONSES, Credentials, gateway_app
+
+
+def create_sessions_app(sessions: ClusterSessions) -> FastAPI:
+    app = gateway_app(sessions.core, "mcpexec sessions", "AgentSessions for people: the execute API.")
+
+    @app.post(
+        "/v1/sessions/{namespace}/{name}/execute",
+        responses=ERROR_RESPONSES,
+        response_model=ExecutionOutcome,
+        response_model_by_alias=True,
+    )
+    async def execute(namespace: str, name: str, request: ExecuteRequest, credentials: Credentials) -> ExecutionOutcome:
+        """Run code in an AgentSession, as the caller (their own Kubernetes token; `create` on
+        `agentsessions/exec`): its stdout, stderr (bounded head and tail), error and duration. Variables persist."""
+        token = None if credentials is None else credentials.credentials
+        return await sessions.execute(token, namespace, name, request)
+
+    return app
+
+
+class SessionsServer:
+    """The execute API and the MCP front door as one ASGI app (the front door's lifespan runs its session manager)."""
+
+    def __init__(self, sessions: ClusterSessions) -> None:
+        self.front_door = ClusterFrontDoor(sessions)
+        self._api = create_sessions_app(sessions)
+        self._mcp = self.front_door.app()
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "lifespan" or str(scope.get("path", "")).startswith(PREFIX):
+            await self._mcp(scope, receive, send)
+        else:
+            await self._api(scope, receive, send)

@@ -1,0 +1,239 @@
+"""The gateway's door for people against a real API server: the execute API with real ServiceAccount tokens
+(TokenReview, then a SubjectAccessReview against the chart's session-user ClusterRole), an AgentSession's pool
+sandbox served as that session (the real runtime, as a local process holding a pod-bound token, enters its session
+loop), and the MCP front door with the MCP Python SDK client, which creates an AgentSession (the real operator
+claims a warm sandbox for it) and deletes it when the client closes."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import httpx
+import httpx2
+import kopf.testing
+import pytest
+from kubernetes import client
+from kubernetes.client.exceptions import ApiException
+from mcp.client import Client
+from mcp.client.streamable_http import streamable_http_client
+
+from gateway.cluster.auth import ClusterAuthenticator
+from gateway.cluster.claims import ClaimIndex
+from gateway.cluster.sessions import ClusterSessions, SessionUsers
+from gateway.cluster.sessions_api import SessionsServer
+from gateway.web.serving import BackgroundServer
+from mcpexec.api.meta import AGENTSESSION_PLURAL, GROUP, VERSION
+from tests.cluster import kube
+from tests.cluster.kube import wait_for
+from tests.cluster.test_gateway_pools import (
+    AUDIENCE,
+    CEILING,
+    POOL,
+    POOL_ACCOUNT,
+    ClusterGateway,
+    _crm_server,
+    _pod_token,
+    _pool_account,
+    _pool_pod,
+    pool_runtime,
+)
+from tests.cluster.test_sessions import create_session, pod_gone, session_status, warm_pool
+from tests.support.chart import render
+from tests.support.components import demo_over_http, free_port
+from tests.support.control_plane import ControlPlane
+
+
+class SessionsGateway(ClusterGateway):
+    """ClusterGateway with AgentSessions: their claim index, and the people's port (execute API, MCP front door).
+    Sandbox identities are cached for 30 s, as in production: the broker keeps a session while its runtime polls."""
+
+    def __init__(self, cluster: ControlPlane, port: int | None = None) -> None:
+        super().__init__(cluster, port)
+        self.session_claims = ClaimIndex(self.directory, AGENTSESSION_PLURAL)
+        self.auth = ClusterAuthenticator(self.directory, AUDIENCE, self.claims, sessions=self.session_claims)
+        self.people_url = ""
+        self._people: BackgroundServer | None = None
+        self._session_follow: asyncio.Task[None] | None = None
+
+    async def _start(self) -> None:
+        await super()._start()
+        await self.session_claims.load()
+        self._session_follow = asyncio.create_task(self.session_claims.follow())
+        assert self._core is not None
+        sessions = ClusterSessions(self._core, self.directory, SessionUsers(self.directory, cache_seconds=0))
+        self._people = BackgroundServer(SessionsServer(sessions), port=free_port(), lifespan="on")
+        await self._people.start()
+        self.people_url = f"http://127.0.0.1:{self._people.port}"
+
+    async def _stop(self) -> None:
+        assert self._people is not None and self._session_follow is not None
+        await self._people.stop()
+        self._session_follow.cancel()
+        await super()._stop()
+
+
+def _session_user_role() -> str:
+    """The chart's session-user ClusterRole, created as rendered; its name."""
+    role = next(d for d in render() if d["kind"] == "ClusterRole" and d["metadata"]["name"].endswith("-session-user"))
+    try:
+        client.RbacAuthorizationV1Api().create_cluster_role(role)
+    except ApiException as exc:
+        if exc.status != 409:
+            raise
+    return str(role["metadata"]["name"])
+
+
+def _user(namespace: str, name: str, role: str | None) -> str:
+    """A ServiceAccount standing for a person, bound to `role` in its namespace (None: no binding), and its token as
+    `kubectl create token` makes it (the API server's default audience)."""
+    client.CoreV1Api().create_namespaced_service_account(namespace, {"metadata": {"name": name}})
+    if role is not None:
+        binding = {
+            "metadata": {"name": f"{name}-sessions"},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": role},
+            "subjects": [{"kind": "ServiceAccount", "name": name, "namespace": namespace}],
+        }
+        client.RbacAuthorizationV1Api().create_namespaced_role_binding(namespace, binding)
+    answer = client.CoreV1Api().create_namespaced_service_account_token(
+        name, namespace, {"spec": {"expirationSeconds": 600}}
+    )
+    return str(answer.status.token)
+
+
+def _ready_session(namespace: str, name: str, pod: dict[str, Any], **spec: Any) -> dict[str, Any]:
+    """An AgentSession with the status the operator writes when it claims `pod` for it."""
+    created = create_session(namespace, name, POOL, **spec)
+    pod_name, uid = pod["metadata"]["name"], pod["metadata"]["uid"]
+    status = {
+        "phase": "Ready",
+        "reason": "SandboxClaimed",
+        "podName": pod_name,
+        "claim": {"pool": POOL, "podName": pod_name, "podUID": uid, "policy": CEILING},
+    }
+    client.CustomObjectsApi().patch_namespaced_custom_object_status(
+        GROUP, VERSION, namespace, AGENTSESSION_PLURAL, name, {"status": status}
+    )
+    return created
+
+
+def _execute(url: str, namespace: str, name: str, token: str, code: str) -> httpx.Response:
+    return httpx.post(
+        f"{url}/v1/sessions/{namespace}/{name}/execute",
+        json={"code": code, "timeoutSeconds": 20},
+        headers={"Authorization": f"Bearer {token}"},
+        timeout=60,
+    )
+
+
+@pytest.mark.timeout(240)
+def test_the_execute_api_runs_code_for_those_allowed_and_no_one_else(cluster: ControlPlane, namespace: str) -> None:
+    role = _session_user_role()
+    alice, mallory = _user(namespace, "alice", role), _user(namespace, "mallory", None)
+    _pool_account(namespace)
+    pod = _pool_pod(namespace, f"{POOL_ACCOUNT}-sssss")
+    crm_port, gateway_port = free_port(), free_port()
+    _crm_server(namespace, crm_port)
+    _ready_session(namespace, "work", pod, mcpServers=["crm"])
+    with (
+        demo_over_http(crm_port),
+        SessionsGateway(cluster, gateway_port) as gateway,
+        pool_runtime(_pod_token(namespace, pod), gateway_port) as (runtime, _workspace),
+    ):
+        url = gateway.people_url
+        first = _execute(url, namespace, "work", alice, "x = 40\nprint('hello')")
+        assert first.status_code == 200, first.text
+        assert first.json()["stdout"] == "hello\n" and first.json()["error"] is None
+        assert first.json()["durationMs"] >= 0
+        # Variables persist; the session's tools are its policy's (the pool's ceiling).
+        code = "print(x + 2)\nprint(call_tool('crm/get_customer', {'customer_id': 'C001'})['id'])"
+        second = _execute(url, namespace, "work", alice, code)
+        assert second.status_code == 200, second.text
+        assert second.json()["stdout"] == "42\nC001\n"
+        refused = _execute(url, namespace, "work", alice, "call_tool('crm/send_message', {})")
+        assert "forbidden" in refused.json()["error"]
+        status = session_status(namespace, "work")
+        assert status["lastActivity"] and status["usage"]["executions"] >= 1
+
+        # No RBAC: 403; garbage or a dead account's token: 401; nothing runs.
+        assert _execute(url, namespace, "work", mallory, "print(1)").status_code == 403
+        assert _execute(url, namespace, "work", "garbage", "print(1)").status_code == 401
+        doomed = _user(namespace, "doomed", role)
+        client.CoreV1Api().delete_namespaced_service_account("doomed", namespace)
+        wait_for(lambda: _execute(url, namespace, "work", doomed, "print(1)").status_code == 401, 30, "dead token 401")
+        assert httpx.post(f"{url}/v1/sessions/{namespace}/work/execute", json={"code": "1"}).status_code == 401
+
+        # Another namespace's session: alice's RoleBinding is in hers only.
+        elsewhere = kube.create_namespace()
+        try:
+            create_session(elsewhere, "theirs", POOL)
+            answer = _execute(url, elsewhere, "theirs", alice, "print(1)")
+            assert (
+                answer.status_code == 403 and "may not create agentsessions/exec" in answer.json()["error"]["message"]
+            )
+        finally:
+            client.CoreV1Api().delete_namespace(elsewhere)
+
+        # The sandbox port does not serve it, the people's port serves no sandbox API.
+        assert httpx.post(f"{gateway.url}/v1/sessions/{namespace}/work/execute", json={"code": "1"}).status_code == 404
+        assert httpx.get(f"{url}/v1/servers").status_code == 404
+
+        # Ended: the claim is dropped, the runtime's session is over, and the API says so.
+        client.CustomObjectsApi().patch_namespaced_custom_object_status(
+            GROUP, VERSION, namespace, AGENTSESSION_PLURAL, "work", {"status": {"phase": "Ended", "reason": "Test"}}
+        )
+        ended = _execute(url, namespace, "work", alice, "print(1)")
+        assert ended.status_code == 403 and ended.json()["error"]["code"] == "no_session"
+        wait_for(lambda: runtime.poll() is not None, 60, "the runtime's session loop ended")
+
+
+@pytest.mark.timeout(240)
+def test_the_mcp_front_door_creates_a_session_for_its_client_and_deletes_it_after(
+    cluster: ControlPlane, operator: kopf.testing.KopfRunner, namespace: str
+) -> None:
+    role = _session_user_role()
+    alice, mallory = _user(namespace, "alice", role), _user(namespace, "mallory", None)
+    pod = warm_pool(namespace, POOL, 1, mcpServers=["crm"])[0]
+    crm_port, gateway_port = free_port(), free_port()
+    _crm_server(namespace, crm_port)
+    plain: dict[str, Any] = client.ApiClient().sanitize_for_serialization(pod)
+    with (
+        demo_over_http(crm_port),
+        SessionsGateway(cluster, gateway_port) as gateway,
+        pool_runtime(_pod_token(namespace, plain), gateway_port),
+    ):
+        url = f"{gateway.people_url}/mcp/{namespace}/{POOL}"
+
+        async def use(token: str) -> tuple[list[str], str, str]:
+            http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=120)
+            async with http, Client(streamable_http_client(url, http_client=http), mode="legacy") as mcp:
+                tools = [t.name for t in (await mcp.list_tools()).tools]
+                first = await mcp.call_tool("execute_code", {"code": "n = 2\nprint('ready')"})
+                assert not first.is_error, first.content
+                listed = client.CustomObjectsApi().list_namespaced_custom_object(
+                    GROUP, VERSION, namespace, AGENTSESSION_PLURAL
+                )["items"]
+                second = await mcp.call_tool("execute_code", {"code": "print(n * 21)"})
+                assert not second.is_error and second.structured_content is not None, second.content
+                assert len(listed) == 1
+                return tools, str(second.structured_content["stdout"]), str(listed[0]["metadata"]["name"])
+
+        tools, stdout, name = asyncio.run(use(alice))
+        assert "execute_code" in tools and "search_tools" in tools
+        assert stdout == "42\n"
+        assert name.startswith("mcp-")
+
+        def session_gone() -> bool:
+            try:
+                session_status(namespace, name)
+            except ApiException as exc:
+                return exc.status == 404
+            return False
+
+        wait_for(session_gone, 30, "the AgentSession deleted when the MCP client closed")
+        wait_for(lambda: pod_gone(namespace, pod.metadata.name), 60, "the session's sandbox deleted with it")
+
+        # Without the RBAC to create sessions: refused before any MCP is spoken.
+        answer = httpx.post(url, json={}, headers={"Authorization": f"Bearer {mallory}"})
+        assert answer.status_code == 403
+        assert httpx.post(url, json={}, headers={"Authorization": "Bearer garbage"}).status_code == 401
