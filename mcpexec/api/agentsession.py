@@ -8,7 +8,7 @@ maxLifetimeSeconds, and its sandbox is then gone, never reused. Its policy narro
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import Annotated, Literal, Self
+from typing import Annotated, ClassVar, Literal, Self
 
 from pydantic import Field, StrictInt, model_validator
 
@@ -54,11 +54,7 @@ class AgentSession(Resource):
     kind: Literal["AgentSession"]
     spec: AgentSessionSpec
 
-    @model_validator(mode="after")
-    def _name_fits_children(self) -> Self:
-        if len(self.metadata.name) > MAX_TASK_NAME:
-            raise ValueError(f"metadata.name must be at most {MAX_TASK_NAME} characters")
-        return self
+    max_name: ClassVar[int] = MAX_TASK_NAME
 
 
 def session_task(document: dict[str, object], pool_servers: list[str]) -> AgentTask:

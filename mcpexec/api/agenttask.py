@@ -7,7 +7,7 @@ copy of the same shape, and a unit test keeps the two in step.
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import Annotated, Any, Literal, Self
+from typing import Annotated, Any, ClassVar, Literal, Self
 
 from pydantic import Field, StrictInt, model_validator
 
@@ -81,11 +81,7 @@ class AgentTask(Resource):
     kind: Literal["AgentTask"]
     spec: AgentTaskSpec
 
-    @model_validator(mode="after")
-    def _name_fits_children(self) -> Self:
-        if len(self.metadata.name) > MAX_TASK_NAME:
-            raise ValueError(f"metadata.name must be at most {MAX_TASK_NAME} characters")
-        return self
+    max_name: ClassVar[int] = MAX_TASK_NAME
 
     @property
     def task_id(self) -> str:

@@ -5,10 +5,10 @@ A leaf: the operator, the gateway and `mcpexec run` import it, and it imports no
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, ClassVar, Literal, Self
 
 from kubernetes.utils.quantity import parse_quantity
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 GROUP = "mcpexec.dev"
 VERSION = "v1alpha1"
@@ -74,6 +74,14 @@ class Resource(BaseModel):
 
     api_version: Literal["mcpexec.dev/v1alpha1"] = Field(alias="apiVersion")
     metadata: ObjectMeta
+    # The longest name whose children's names (a prefix added) stay DNS-1123 labels.
+    max_name: ClassVar[int] = 63
+
+    @model_validator(mode="after")
+    def _name_fits_children(self) -> Self:
+        if len(self.metadata.name) > self.max_name:
+            raise ValueError(f"metadata.name must be at most {self.max_name} characters")
+        return self
 
 
 def validation_message(exc: ValidationError) -> str:

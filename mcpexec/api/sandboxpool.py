@@ -12,9 +12,9 @@ import hashlib
 import json
 from enum import StrEnum
 from fnmatch import fnmatchcase
-from typing import Annotated, Literal, Self
+from typing import Annotated, ClassVar, Literal
 
-from pydantic import Field, StrictInt, model_validator
+from pydantic import Field, StrictInt
 
 from mcpexec.api.agenttask import AgentTaskSpec
 from mcpexec.api.meta import MAX_POOL_NAME, Resource, SpecModel
@@ -40,11 +40,7 @@ class SandboxPool(Resource):
     kind: Literal["SandboxPool"]
     spec: SandboxPoolSpec
 
-    @model_validator(mode="after")
-    def _name_fits_children(self) -> Self:
-        if len(self.metadata.name) > MAX_POOL_NAME:
-            raise ValueError(f"metadata.name must be at most {MAX_POOL_NAME} characters")
-        return self
+    max_name: ClassVar[int] = MAX_POOL_NAME
 
 
 def template_hash(template: SandboxTemplate) -> str:
