@@ -126,9 +126,23 @@ class Cluster:
     def read_task(self, namespace: str, name: str) -> dict[str, Any] | None:
         return self._read_ours(AGENTTASK_PLURAL, namespace, name)
 
-    def list_tasks(self) -> list[dict[str, Any]]:
-        listed = cast(dict[str, Any], self.custom.list_cluster_custom_object(GROUP, VERSION, AGENTTASK_PLURAL))
+    def _list_ours(self, plural: str) -> list[dict[str, Any]]:
+        """Every one of our resources of a kind, cluster-wide."""
+        listed = cast(dict[str, Any], self.custom.list_cluster_custom_object(GROUP, VERSION, plural))
         return list(listed.get("items", []))
+
+    def _patch_status_ours(self, plural: str, namespace: str, name: str, status: dict[str, Any]) -> None:
+        """A merge patch of a resource's status; one deleted meanwhile has nothing left to report on."""
+        try:
+            self.custom.patch_namespaced_custom_object_status(
+                GROUP, VERSION, namespace, plural, name, {"status": status}
+            )
+        except ApiException as exc:
+            if exc.status != 404:
+                raise
+
+    def list_tasks(self) -> list[dict[str, Any]]:
+        return self._list_ours(AGENTTASK_PLURAL)
 
     def job_and_pods(self, namespace: str, job_name: str) -> tuple[dict[str, Any] | None, list[dict[str, Any]]]:
         try:
@@ -208,35 +222,21 @@ class Cluster:
         return self._read_ours(SANDBOXPOOL_PLURAL, namespace, name)
 
     def list_pools(self) -> list[dict[str, Any]]:
-        listed = cast(dict[str, Any], self.custom.list_cluster_custom_object(GROUP, VERSION, SANDBOXPOOL_PLURAL))
-        return list(listed.get("items", []))
+        return self._list_ours(SANDBOXPOOL_PLURAL)
 
     def patch_pool_status(self, namespace: str, name: str, status: dict[str, Any]) -> None:
-        try:
-            self.custom.patch_namespaced_custom_object_status(
-                GROUP, VERSION, namespace, SANDBOXPOOL_PLURAL, name, {"status": status}
-            )
-        except ApiException as exc:
-            if exc.status != 404:  # deleted meanwhile: nothing to report on
-                raise
+        self._patch_status_ours(SANDBOXPOOL_PLURAL, namespace, name, status)
 
     def read_session(self, namespace: str, name: str) -> dict[str, Any] | None:
         return self._read_ours(AGENTSESSION_PLURAL, namespace, name)
 
     def list_sessions(self) -> list[dict[str, Any]]:
-        listed = cast(dict[str, Any], self.custom.list_cluster_custom_object(GROUP, VERSION, AGENTSESSION_PLURAL))
-        return list(listed.get("items", []))
+        return self._list_ours(AGENTSESSION_PLURAL)
 
     def patch_session_status(self, namespace: str, name: str, status: dict[str, Any]) -> None:
         """A merge patch of the session's status: the operator's fields only (the gateway's, lastActivity and
         usage, are left as they are)."""
-        try:
-            self.custom.patch_namespaced_custom_object_status(
-                GROUP, VERSION, namespace, AGENTSESSION_PLURAL, name, {"status": status}
-            )
-        except ApiException as exc:
-            if exc.status != 404:  # deleted meanwhile: its sandbox goes with it
-                raise
+        self._patch_status_ours(AGENTSESSION_PLURAL, namespace, name, status)
 
     def pods(self, namespace: str, selector: str) -> list[dict[str, Any]]:
         return [self.to_dict(p) for p in self.core.list_namespaced_pod(namespace, label_selector=selector).items]
