@@ -11,6 +11,8 @@ from collections.abc import Callable
 
 from gateway.context import Assigner, Authenticator, TaskContext
 from gateway.executions.broker import ExecutionBroker
+from gateway.executions.memory_store import MemoryExecutionStore
+from gateway.executions.store import ExecutionStore
 from gateway.llm.proxy import LLMProxy
 from gateway.pii.detectors import Detector
 from gateway.pii.protection import DEFAULT_MINIMUM, protection_for
@@ -47,6 +49,7 @@ class GatewayCore:
         rate_limits: TaskRateLimits | None = None,
         skills_key: bytes | None = None,
         assigner: Assigner | None = None,
+        execution_store: ExecutionStore | None = None,
     ) -> None:
         self.limits = limits or Limits()
         self.authenticator = authenticator
@@ -72,8 +75,9 @@ class GatewayCore:
         self.skill_seals = SkillSeals(self.catalog, skills_key or os.urandom(32))
         self.caller = ToolCaller(self.catalog, self.pool, self.tokenizer, self.usage, self.metrics)
         self.llm = LLMProxy(llm, self.tokenizer, self.usage, self.metrics)
-        # Interactive sessions: code for a sandbox's runtime, its outcome back (opened by whoever runs the sandboxes).
-        self.executions = ExecutionBroker(self.limits.max_request_bytes)
+        # Interactive sessions: code for a sandbox's runtime, its outcome back (opened by whoever runs the sandboxes);
+        # shared through Redis by a cluster's replicas, in this process otherwise.
+        self.executions = ExecutionBroker(execution_store or MemoryExecutionStore(), self.limits.max_request_bytes)
         self._reaper: asyncio.Task[None] | None = None
         self.active: dict[str, float] = {}  # task scope -> token expiry: whose per-task state to drop, and when
 
@@ -94,7 +98,7 @@ class GatewayCore:
         """Drop a task's sessions (interactive and MCP), limiter, detectors and usage (its vault entries expire with
         their TTL)."""
         self.active.pop(scope, None)
-        self.executions.end(scope, "the session's task ended")
+        await self.executions.forget(scope)
         self.usage.forget(scope)
         self.rate_limits.forget(scope)
         self.tokenizer.forget(scope)
@@ -118,4 +122,5 @@ class GatewayCore:
         await self.llm.close()
         await self.rate_limits.close()
         await self.vault.close()
+        await self.executions.close()
         self.scans.close()

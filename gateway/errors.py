@@ -92,6 +92,12 @@ class VaultUnavailable(GatewayError):
     status, code = 503, "pii_vault_unavailable"
 
 
+class SessionStoreUnavailable(GatewayError):
+    """The store the gateway replicas share sessions' executions through (Redis) cannot be reached: nothing was run."""
+
+    status, code = 503, "session_store_unavailable"
+
+
 class PiiDetectorUnavailable(GatewayError):
     status, code = 503, "pii_detector_unavailable"
 

@@ -105,6 +105,10 @@ class Gateway:
             time.sleep(wait)
             backoff = min(backoff * 2, _RETRY_BACKOFF_CEILING)
 
+    def post_once(self, path: str, body: Any) -> None:
+        """POST without resending a refused request (what may be dropped: streamed output)."""
+        self._send("POST", path, json.dumps(body).encode())
+
     def poll(self, path: str, wait_seconds: int) -> dict[str, Any] | None:
         """One long poll of `path`: its answer, or None when the gateway had nothing within `wait_seconds` (204)."""
         answer: dict[str, Any] | None = self._send("GET", f"{path}?wait={wait_seconds}", None)

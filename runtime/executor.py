@@ -8,6 +8,7 @@ import contextlib
 import linecache
 import signal
 import traceback
+from collections.abc import Callable
 from dataclasses import dataclass
 from types import FrameType
 from typing import Any
@@ -31,15 +32,23 @@ class Outcome:
     stderr: str = ""
 
 
-class _Tee:
-    """One of the snippet's streams: written to the interleaved buffer and to its own."""
+# Told of every write of the snippet's streams as it happens: (stream name, text).
+Listener = Callable[[str, str], None]
 
-    def __init__(self, merged: BoundedBuffer, own: BoundedBuffer) -> None:
+
+class _Tee:
+    """One of the snippet's streams: written to the interleaved buffer, to its own, and to a listener if any."""
+
+    def __init__(self, name: str, merged: BoundedBuffer, own: BoundedBuffer, listener: Listener | None) -> None:
+        self._name = name
         self._merged = merged
         self.own = own
+        self._listener = listener
 
     def write(self, text: str) -> int:
         self.own.write(text)
+        if self._listener is not None:
+            self._listener(self._name, text)
         return self._merged.write(text)
 
     def flush(self) -> None:
@@ -61,10 +70,11 @@ class Executor:
         self._log = log
         self._snippets = 0
 
-    def run(self, code: str, timeout_seconds: float) -> Outcome:
+    def run(self, code: str, timeout_seconds: float, listener: Listener | None = None) -> Outcome:
         keep = self._output_limit // 2
         merged = BoundedBuffer(keep, self._log)
-        stdout, stderr = _Tee(merged, BoundedBuffer(keep)), _Tee(merged, BoundedBuffer(keep))
+        stdout = _Tee("stdout", merged, BoundedBuffer(keep), listener)
+        stderr = _Tee("stderr", merged, BoundedBuffer(keep), listener)
         previous = signal.signal(signal.SIGALRM, _on_alarm)
         # A zero interval would disarm the timer: an exhausted budget still gets a (tiny) limit.
         signal.setitimer(signal.ITIMER_REAL, max(timeout_seconds, 0.001))

@@ -29,7 +29,8 @@ from gateway.cluster.auth import session_context
 from gateway.cluster.sessions import ClusterSessions
 from gateway.context import TaskContext
 from gateway.errors import ErrorBody, ErrorResponse, GatewayError, NotFound
-from gateway.executions.broker import ANSWER_GRACE_SECONDS, MAX_TIMEOUT_SECONDS
+from gateway.executions.broker import ANSWER_GRACE_SECONDS
+from gateway.executions.models import MAX_TIMEOUT_SECONDS
 from gateway.web.auth import bearer_token
 from gateway.web.mcp_front_door import front_door
 from mcpexec.api.agentsession import SessionPhase

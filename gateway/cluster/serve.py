@@ -18,6 +18,7 @@ from gateway.cluster.sessions import ClusterSessions, SessionUsers
 from gateway.cluster.sessions_api import SessionsServer
 from gateway.core import GatewayCore
 from gateway.errors import PiiDetectorUnavailable
+from gateway.executions.redis_store import RedisExecutionStore
 from gateway.pii import presidio_detector
 from gateway.pii.vault import RedisVault
 from gateway.ratelimit import SharedRateLimits
@@ -68,6 +69,7 @@ async def serve(settings: GatewaySettings) -> None:
             pii_phone_regions=frozenset(settings.pii_phone_regions),
             skills_key=settings.skills_seal_key.get_secret_value().encode(),
             assigner=authenticator,
+            execution_store=RedisExecutionStore(settings.redis_url),
         )
     except PiiDetectorUnavailable as exc:
         raise SystemExit(f"MCPEXEC_PII_MINIMUM_ENTITIES: {exc.message}") from None

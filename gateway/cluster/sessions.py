@@ -18,6 +18,7 @@ import asyncio
 import hashlib
 import logging
 import time
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -26,8 +27,16 @@ from kubernetes.client.exceptions import ApiException
 
 from gateway.cluster.directory import KubeDirectory
 from gateway.core import GatewayCore
-from gateway.errors import Forbidden, NoSession, NotFound, Unauthenticated
-from gateway.executions.broker import ANSWER_GRACE_SECONDS, ExecuteRequest, ExecutionOutcome
+from gateway.errors import Forbidden, GatewayError, NoSession, NotFound, Unauthenticated
+from gateway.executions.broker import ANSWER_GRACE_SECONDS
+from gateway.executions.models import (
+    ErrorEvent,
+    ExecuteRequest,
+    Execution,
+    ExecutionOutcome,
+    OutcomeEvent,
+    OutputEvent,
+)
 from mcpexec.api.agentsession import MAX_LIFETIME_SECONDS, SessionPhase
 from mcpexec.api.meta import AGENTSESSION_PLURAL, GROUP
 
@@ -122,6 +131,26 @@ class ClusterSessions:
         user = await self.users.user(token)
         await self.users.require(user, "create", namespace, name, "exec")
         return await self.run(await self.read(namespace, name), request)
+
+    async def stream(self, token: str | None, namespace: str, name: str, request: ExecuteRequest) -> AsyncIterator[str]:
+        """`execute`, its events as JSON lines: what the code prints as it prints it, last the outcome (or the error
+        that ended it). Whatever is refused before the code is queued raises, as `execute` does."""
+        user = await self.users.user(token)
+        await self.users.require(user, "create", namespace, name, "exec")
+        document = await self.read(namespace, name)
+        scope = await self.touch(document, request.timeout_seconds + ANSWER_GRACE_SECONDS)
+        execution = await self.core.executions.start(scope, request.code, request.timeout_seconds, stream=True)
+        return self._lines(document, scope, execution)
+
+    async def _lines(self, document: dict[str, Any], scope: str, execution: Execution) -> AsyncIterator[str]:
+        try:
+            async for event in self.core.executions.events(scope, execution):
+                line = event if isinstance(event, OutputEvent) else OutcomeEvent(outcome=event)
+                yield line.model_dump_json(by_alias=True) + "\n"
+        except GatewayError as exc:
+            yield ErrorEvent(error=exc.response().error).model_dump_json() + "\n"
+        finally:
+            await self._record(document, self._activity[scope])
 
     async def run(self, document: dict[str, Any], request: ExecuteRequest) -> ExecutionOutcome:
         """Run the request in the session (already authorized)."""

@@ -7,13 +7,18 @@ NetworkPolicy for the gateway admits this port from anywhere but sandbox pods.
 
 from __future__ import annotations
 
-from fastapi import FastAPI
+from typing import Annotated
+
+from fastapi import FastAPI, Query
+from fastapi.responses import StreamingResponse
 from starlette.types import Receive, Scope, Send
 
 from gateway.cluster.front_door import PREFIX, ClusterFrontDoor
 from gateway.cluster.sessions import ClusterSessions
-from gateway.executions.broker import ExecuteRequest, ExecutionOutcome
+from gateway.executions.models import ExecuteRequest, ExecutionOutcome
 from gateway.web.app import ERROR_RESPONSES, Credentials, gateway_app
+
+NDJSON = "application/x-ndjson"
 
 
 def create_sessions_app(sessions: ClusterSessions) -> FastAPI:
@@ -25,10 +30,21 @@ def create_sessions_app(sessions: ClusterSessions) -> FastAPI:
         response_model=ExecutionOutcome,
         response_model_by_alias=True,
     )
-    async def execute(namespace: str, name: str, request: ExecuteRequest, credentials: Credentials) -> ExecutionOutcome:
+    async def execute(
+        namespace: str,
+        name: str,
+        request: ExecuteRequest,
+        credentials: Credentials,
+        stream: Annotated[bool, Query(description="JSON lines as the code prints (application/x-ndjson)")] = False,
+    ) -> ExecutionOutcome | StreamingResponse:
         """Run code in an AgentSession, as the caller (their own Kubernetes token; `create` on
-        `agentsessions/exec`): its stdout, stderr (bounded head and tail), error and duration. Variables persist."""
+        `agentsessions/exec`): its stdout, stderr (bounded head and tail), error and duration. Variables persist.
+        With `stream=true`: one JSON object a line, `{"kind": "output", "stream", "text"}` as the code prints, then
+        `{"kind": "outcome", "outcome"}`, or `{"kind": "error", "error": {"code", "message"}}` if it failed after
+        its output began; a refusal before the code runs is an HTTP error as without `stream`."""
         token = None if credentials is None else credentials.credentials
+        if stream:
+            return StreamingResponse(await sessions.stream(token, namespace, name, request), media_type=NDJSON)
         return await sessions.execute(token, namespace, name, request)
 
     return app

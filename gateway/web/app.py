@@ -16,7 +16,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from gateway.context import TaskContext
 from gateway.core import GatewayCore
 from gateway.errors import ErrorBody, ErrorResponse, GatewayError
-from gateway.executions.broker import Execution, ExecutionOutcome
+from gateway.executions.models import Execution, ExecutionOutcome, OutputPost
 from gateway.llm import stream
 from gateway.llm.proxy import ChatCompletionRequest, ChatCompletionResponse
 from gateway.tools import wrapper_source
@@ -29,10 +29,11 @@ from gateway.web.body_limit import BodyLimit
 from gateway.web.lean_route import LeanRoute
 
 ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
-    status: {"model": ErrorResponse} for status in (401, 403, 404, 413, 422, 429, 502, 503, 504)
+    status: {"model": ErrorResponse} for status in (400, 401, 403, 404, 413, 422, 429, 502, 503, 504)
 }
-# The codes of the errors Starlette raises itself (no route, body over the limit); any other is `http_error`.
-_HTTP_ERROR_CODES = {404: "not_found", 413: "request_too_large"}
+# The codes of the errors Starlette raises itself (a body that is not JSON, or not UTF-8; no route; body over the
+# limit); any other is `http_error`.
+_HTTP_ERROR_CODES = {400: "invalid_body", 404: "not_found", 413: "request_too_large"}
 _EVENT_STREAM_TYPE = "text/event-stream"
 # The 200 of a `stream: true` request, next to the JSON answer FastAPI documents from the response model.
 _EVENT_STREAM: dict[str, Any] = {
@@ -150,7 +151,14 @@ def create_app(core: GatewayCore) -> FastAPI:
     async def complete_execution(ctx: Caller, execution_id: str, outcome: ExecutionOutcome) -> None:
         """The runtime's outcome of an execution it was given (the gateway bounds each stream again); 404 when its
         caller gave up on it."""
-        core.executions.complete(ctx.scope, execution_id, outcome)
+        await core.executions.complete(ctx.scope, execution_id, outcome)
+
+    @app.post("/v1/session/executions/{execution_id}/output", responses=ERROR_RESPONSES, status_code=204)
+    async def execution_output(ctx: Caller, execution_id: str, post: OutputPost) -> None:
+        """What a streaming execution printed since the runtime's last post, in order; 404 when that execution is not
+        running in this session (its caller gave up, or it finished). Past about a million characters in all, the
+        rest is dropped (its outcome still has the head and tail)."""
+        await core.executions.output(ctx.scope, execution_id, post.chunks)
 
     @app.get("/v1/servers", responses=ERROR_RESPONSES)
     async def list_servers(ctx: Caller) -> ServersAnswer:

@@ -19,7 +19,7 @@ from pydantic import Field
 from gateway.context import TaskContext
 from gateway.core import GatewayCore
 from gateway.errors import GatewayError
-from gateway.executions.broker import DEFAULT_TIMEOUT_SECONDS, MAX_TIMEOUT_SECONDS, ExecutionOutcome
+from gateway.executions.models import DEFAULT_TIMEOUT_SECONDS, MAX_TIMEOUT_SECONDS, ExecutionOutcome, OutputEvent
 from gateway.tools.catalog import Detail, ToolsAnswer
 
 T = TypeVar("T")
@@ -67,7 +67,7 @@ def front_door(core: GatewayCore, session_of: SessionOf, name: str = "mcpexec") 
         ] = DEFAULT_TIMEOUT_SECONDS,
     ) -> ExecutionOutcome:
         session = await session_of(ctx)
-        return await _answer(core.executions.execute(session.scope, code, timeoutSeconds))
+        return await _answer(_execute(core, session.scope, code, timeoutSeconds, ctx))
 
     @server.tool(name="search_tools", description=SEARCH_DESCRIPTION)
     async def search_tools(
@@ -80,6 +80,20 @@ def front_door(core: GatewayCore, session_of: SessionOf, name: str = "mcpexec") 
         return await _answer(core.catalog.search(session, query, detail, server))
 
     return server
+
+
+async def _execute(core: GatewayCore, scope: str, code: str, timeout_seconds: float, ctx: Context) -> ExecutionOutcome:
+    """Run the code; a client that asked for progress (a progressToken) gets what the code prints as progress
+    notifications while it runs (their `message`), the outcome as the tool's result either way."""
+    printed = 0
+
+    async def progress(event: OutputEvent) -> None:
+        nonlocal printed
+        printed += len(event.text)
+        await ctx.report_progress(printed, None, event.text)
+
+    streaming = (ctx.request_context.meta or {}).get("progress_token") is not None
+    return await core.executions.execute(scope, code, timeout_seconds, progress if streaming else None)
 
 
 async def _answer(call: Awaitable[T]) -> T:

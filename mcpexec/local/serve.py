@@ -24,7 +24,7 @@ from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from gateway.context import TaskContext
-from gateway.executions.broker import MAX_TIMEOUT_SECONDS
+from gateway.executions.models import MAX_TIMEOUT_SECONDS
 from gateway.web.mcp_front_door import front_door
 from gateway.web.serving import BackgroundServer
 from mcpexec.local.sessions import LocalSession, LocalSessions

@@ -138,7 +138,7 @@ class LocalSessions:
         self._live.pop(session.context.scope, None)
         with contextlib.suppress(ValueError):
             self._warm.remove(session)
-        self.core.executions.end(session.context.scope, reason)
+        await self.core.executions.end(session.context.scope, reason)
         await self._gateway.unregister_task(session.context.task_id)
         session.stop.set()
         if session.sandbox is not None and session.sandbox is not asyncio.current_task():

@@ -29,6 +29,7 @@ from gateway.cluster.claims import ClaimEntry, ClaimIndex
 from gateway.cluster.directory import KubeDirectory
 from gateway.cluster.servers import ClusterServers
 from gateway.core import GatewayCore
+from gateway.executions.redis_store import RedisExecutionStore
 from gateway.pii.vault import MemoryVault
 from gateway.tools.catalog import namespaced_server_key
 from gateway.web.app import create_app
@@ -67,7 +68,9 @@ class ClusterGateway:
     its watch, TokenReview auth, the assigner), served on a loopback port from its own event-loop thread. Nothing is
     cached (cache_seconds=0), so every request is answered from the API server and the index as they are now."""
 
-    def __init__(self, cluster: ControlPlane, port: int | None = None) -> None:
+    def __init__(self, cluster: ControlPlane, port: int | None = None, redis_url: str | None = None) -> None:
+        """`redis_url`: share sessions' executions with other replicas there (else this process keeps them)."""
+        self.redis_url = redis_url
         self.directory = KubeDirectory(config.new_client_from_config(config_file=str(cluster.kubeconfig)))
         self.claims = ClaimIndex(self.directory)
         self.servers = ClusterServers(self.directory, 600, frozenset())
@@ -94,6 +97,7 @@ class ClusterGateway:
             server_headers=self.servers.headers,
             server_key=namespaced_server_key,
             assigner=self.auth,
+            execution_store=None if self.redis_url is None else RedisExecutionStore(self.redis_url),
         )
         await self._core.start()
         self._http = BackgroundServer(create_app(self._core), port=self.port)

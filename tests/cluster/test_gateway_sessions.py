@@ -7,6 +7,7 @@ claims a warm sandbox for it) and deletes it when the client closes."""
 from __future__ import annotations
 
 import asyncio
+import json
 from typing import Any
 
 import httpx
@@ -40,7 +41,7 @@ from tests.cluster.test_gateway_pools import (
 )
 from tests.cluster.test_sessions import create_session, pod_gone, session_status, warm_pool
 from tests.support.chart import render
-from tests.support.components import demo_over_http, free_port
+from tests.support.components import demo_over_http, free_port, redis_server
 from tests.support.control_plane import ControlPlane
 
 
@@ -48,8 +49,8 @@ class SessionsGateway(ClusterGateway):
     """ClusterGateway with AgentSessions: their claim index, and the people's port (execute API, MCP front door).
     Sandbox identities are cached for 30 s, as in production: the broker keeps a session while its runtime polls."""
 
-    def __init__(self, cluster: ControlPlane, port: int | None = None) -> None:
-        super().__init__(cluster, port)
+    def __init__(self, cluster: ControlPlane, port: int | None = None, redis_url: str | None = None) -> None:
+        super().__init__(cluster, port, redis_url)
         self.session_claims = ClaimIndex(self.directory, AGENTSESSION_PLURAL)
         self.auth = ClusterAuthenticator(self.directory, AUDIENCE, self.claims, sessions=self.session_claims)
         self.people_url = ""
@@ -117,10 +118,10 @@ def _ready_session(namespace: str, name: str, pod: dict[str, Any], **spec: Any) 
     return created
 
 
-def _execute(url: str, namespace: str, name: str, token: str, code: str) -> httpx.Response:
+def _execute(url: str, namespace: str, name: str, token: str, code: str, timeout: float = 20) -> httpx.Response:
     return httpx.post(
         f"{url}/v1/sessions/{namespace}/{name}/execute",
-        json={"code": code, "timeoutSeconds": 20},
+        json={"code": code, "timeoutSeconds": timeout},
         headers={"Authorization": f"Bearer {token}"},
         timeout=60,
     )
@@ -237,3 +238,79 @@ def test_the_mcp_front_door_creates_a_session_for_its_client_and_deletes_it_afte
         answer = httpx.post(url, json={}, headers={"Authorization": f"Bearer {mallory}"})
         assert answer.status_code == 403
         assert httpx.post(url, json={}, headers={"Authorization": "Bearer garbage"}).status_code == 401
+
+
+# Prints, then waits for the caller to have read that line (it creates /workspace/go): without streaming the line
+# would only come with the outcome, and the snippet would run into its limit.
+WAITS_FOR_ITS_READER = """import os, time
+print('first', flush=True)
+while not os.path.exists('go'):
+    time.sleep(0.05)
+print('second')"""
+
+
+@pytest.mark.timeout(300)
+def test_two_gateway_replicas_share_a_session_and_hostile_input_leaves_it_working(
+    cluster: ControlPlane, namespace: str
+) -> None:
+    """The runtime polls one replica, callers reach either (Redis, real, between them); the execute API streams;
+    oversized code, a body that is not UTF-8, a snippet that never ends and an output flood are answered clearly."""
+    role = _session_user_role()
+    alice = _user(namespace, "alice", role)
+    _pool_account(namespace)
+    pod = _pool_pod(namespace, f"{POOL_ACCOUNT}-rrrrr")
+    polled_port = free_port()
+    _ready_session(namespace, "shared", pod)
+    with (
+        redis_server() as redis_url,
+        SessionsGateway(cluster, polled_port, redis_url) as polled,
+        SessionsGateway(cluster, None, redis_url) as other,
+        pool_runtime(_pod_token(namespace, pod), polled_port) as (_runtime, workspace),
+    ):
+        first = _execute(other.people_url, namespace, "shared", alice, "x = 40\nprint('via the other replica')")
+        assert first.status_code == 200, first.text
+        assert first.json()["stdout"] == "via the other replica\n"
+        assert _execute(polled.people_url, namespace, "shared", alice, "print(x + 2)").json()["stdout"] == "42\n"
+
+        # Streaming, through the replica the runtime does not poll.
+        lines: list[dict[str, Any]] = []
+        with httpx.stream(
+            "POST",
+            f"{other.people_url}/v1/sessions/{namespace}/shared/execute?stream=true",
+            json={"code": WAITS_FOR_ITS_READER, "timeoutSeconds": 30},
+            headers={"Authorization": f"Bearer {alice}"},
+            timeout=60,
+        ) as answer:
+            assert answer.status_code == 200 and answer.headers["content-type"].startswith("application/x-ndjson")
+            for line in answer.iter_lines():
+                lines.append(json.loads(line))
+                if lines[-1].get("text") == "first\n":
+                    (workspace / "go").touch()
+        assert [line["kind"] for line in lines] == ["output", "output", "outcome"]
+        assert lines[-1]["outcome"]["stdout"] == "first\nsecond\n" and lines[-1]["outcome"]["error"] is None
+        refused = httpx.post(
+            f"{other.people_url}/v1/sessions/{namespace}/shared/execute?stream=true",
+            json={"code": "print(1)"},
+            headers={"Authorization": "Bearer garbage"},
+        )
+        assert refused.status_code == 401  # refused before any line: a plain HTTP error
+
+        # Bad input: clear errors, nothing run.
+        huge = _execute(other.people_url, namespace, "shared", alice, "#" * (17 << 20))
+        assert huge.status_code == 413, huge.text[:300]
+        not_utf8 = httpx.post(
+            f"{other.people_url}/v1/sessions/{namespace}/shared/execute",
+            content=b'{"code": "print(\xff\xfe)"}',
+            headers={"Authorization": f"Bearer {alice}", "Content-Type": "application/json"},
+        )
+        assert not_utf8.status_code == 400 and not_utf8.json()["error"]["code"] == "invalid_body", not_utf8.text
+        # A snippet that never ends is stopped at its limit; one that floods is cut head and tail.
+        endless = _execute(other.people_url, namespace, "shared", alice, "while True:\n    pass", timeout=1)
+        assert endless.status_code == 200 and "SnippetTimeout" in endless.json()["error"]
+        flood = _execute(other.people_url, namespace, "shared", alice, "for i in range(2_000_000):\n    print(i)")
+        body = flood.json()
+        assert flood.status_code == 200 and len(body["stdout"]) < 40_000 and "truncated" in body["stdout"]
+        assert body["stdout"].endswith("1999999\n")
+        # ...and the session, its variables and both replicas go on.
+        after = _execute(polled.people_url, namespace, "shared", alice, "print(x)")
+        assert after.status_code == 200 and after.json()["stdout"] == "40\n"

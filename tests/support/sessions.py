@@ -7,7 +7,7 @@ import threading
 from collections.abc import Coroutine
 from typing import Any, TypeVar
 
-from gateway.executions.broker import ExecutionOutcome
+from gateway.executions.models import ExecutionOutcome
 from mcpexec.local.sessions import LocalSession, LocalSessions
 
 T = TypeVar("T")

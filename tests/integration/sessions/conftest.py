@@ -29,8 +29,14 @@ def session_servers(root: Path) -> dict[str, MCPServerSpec]:
 
 
 @pytest.fixture(scope="module")
-def sessions(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SessionsThread]:
-    root = tmp_path_factory.mktemp("sessions")
+def sessions_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The servers' files: server-memory's graph is `memory.jsonl` here."""
+    return tmp_path_factory.mktemp("sessions")
+
+
+@pytest.fixture(scope="module")
+def sessions(sessions_root: Path) -> Iterator[SessionsThread]:
+    root = sessions_root
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("MCPEXEC_HOME", str(root / "home"))
         with SessionsThread(LocalSessions(session_servers(root), UnsafeProcessSandbox(), warm=1)) as thread:

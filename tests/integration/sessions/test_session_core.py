@@ -6,11 +6,12 @@ import concurrent.futures
 import itertools
 import json
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
 from gateway.errors import CodeTooLarge, ExecutionTimeout, NoSession, SessionEnded
-from gateway.executions.broker import ExecutionOutcome
+from gateway.executions.models import ExecutionOutcome, OutputEvent
 from mcpexec.local.sessions import LocalSession
 from tests.support.sessions import SessionsThread
 
@@ -155,3 +156,39 @@ def test_no_outcome_in_time_is_a_precise_timeout(sessions: SessionsThread, sessi
     with pytest.raises(ExecutionTimeout, match=r"no outcome within 0\.5 s"):
         execute(sessions, session, snippet, timeout=0.5)
     assert execute(sessions, session, "print('free again')", timeout=30).stdout == "free again\n"
+
+
+def test_a_streaming_execution_sends_its_output_while_it_runs(
+    sessions: SessionsThread, session: LocalSession, sessions_root: Path
+) -> None:
+    """The snippet prints, then waits until its reader has seen that line: it writes an entity into server-memory's
+    graph file, which the snippet reads through the real server. Without streaming the line would come with the
+    outcome only, and the snippet would run into its limit."""
+    code = (
+        "print('first')\n"
+        "import time\n"
+        "while 'go-signal' not in str(call_tool('memory/read_graph', {})):\n"
+        "    time.sleep(0.05)\n"
+        "print('second')\n"
+        "for i in range(300_000):\n"
+        "    print(i)"
+    )
+    events: list[OutputEvent] = []
+
+    async def on_output(event: OutputEvent) -> None:
+        events.append(event)
+        if event.text.startswith("first\n") and len(events) == 1:
+            entity = {"type": "entity", "name": "go-signal", "entityType": "signal", "observations": []}
+            with (sessions_root / "memory.jsonl").open("a") as graph:
+                graph.write("\n" + json.dumps(entity) + "\n")  # the server writes no last newline
+
+    scope = session.context.scope
+    outcome = sessions.run(sessions.sessions.core.executions.execute(scope, code, 60, on_output))
+    assert outcome.error is None, outcome.stderr
+    streamed = "".join(event.text for event in events)
+    # Everything printed came as it was printed, in order (2.3 MB: the stream stops at about 1,000,000 characters
+    # and says so); the outcome keeps its head and tail.
+    assert streamed.startswith("first\nsecond\n0\n1\n") and "streamed output past" in streamed
+    assert 1_000_000 <= len(streamed) < 1_100_000
+    assert outcome.stdout.startswith("first\nsecond\n") and outcome.stdout.endswith("299999\n")
+    assert execute(sessions, session, "print('still here')").stdout == "still here\n"

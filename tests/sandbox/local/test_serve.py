@@ -49,6 +49,17 @@ async def a_session_of_work(client: Client) -> None:
     assert called["stdout"].startswith("[EMAIL_") and RAW_EMAIL not in str(called)
     kept = await execute(client, "print(c['email'] == " + repr(called["stdout"].strip()) + ", c['id'])")
     assert kept == {"stdout": "True C001\n", "stderr": "", "error": None, "durationMs": kept["durationMs"]}
+    # A client that asks for progress gets the output as it is printed, in progress notifications.
+    messages: list[str] = []
+
+    async def on_progress(_progress: float, _total: float | None, message: str | None) -> None:
+        messages.append(message or "")
+
+    code = "import sys\nfor i in range(3):\n    print('tick', i)\nprint('done', file=sys.stderr)"
+    streamed = await client.call_tool("execute_code", {"code": code}, progress_callback=on_progress)
+    assert not streamed.is_error and streamed.structured_content is not None, streamed.content
+    assert "".join(messages) == "tick 0\ntick 1\ntick 2\ndone\n"
+    assert streamed.structured_content["stdout"] == "tick 0\ntick 1\ntick 2\n"
 
 
 def test_stdio_session_and_nothing_left_after_the_client_leaves(state_home: Path) -> None:
