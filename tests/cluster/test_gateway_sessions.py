@@ -7,7 +7,6 @@ claims a warm sandbox for it) and deletes it when the client closes."""
 from __future__ import annotations
 
 import asyncio
-import json
 from typing import Any
 
 import httpx
@@ -43,6 +42,7 @@ from tests.cluster.test_sessions import create_session, pod_gone, session_status
 from tests.support.chart import render
 from tests.support.components import demo_over_http, free_port, redis_server
 from tests.support.control_plane import ControlPlane
+from tests.support.session_api import execute, stream
 
 
 class SessionsGateway(ClusterGateway):
@@ -119,12 +119,8 @@ def _ready_session(namespace: str, name: str, pod: dict[str, Any], **spec: Any) 
 
 
 def _execute(url: str, namespace: str, name: str, token: str, code: str, timeout: float = 20) -> httpx.Response:
-    return httpx.post(
-        f"{url}/v1/sessions/{namespace}/{name}/execute",
-        json={"code": code, "timeoutSeconds": timeout},
-        headers={"Authorization": f"Bearer {token}"},
-        timeout=60,
-    )
+    with httpx.Client() as http:
+        return execute(http, url, namespace, name, token, code, timeout)
 
 
 @pytest.mark.timeout(240)
@@ -273,19 +269,12 @@ def test_two_gateway_replicas_share_a_session_and_hostile_input_leaves_it_workin
         assert _execute(polled.people_url, namespace, "shared", alice, "print(x + 2)").json()["stdout"] == "42\n"
 
         # Streaming, through the replica the runtime does not poll.
-        lines: list[dict[str, Any]] = []
-        with httpx.stream(
-            "POST",
-            f"{other.people_url}/v1/sessions/{namespace}/shared/execute?stream=true",
-            json={"code": WAITS_FOR_ITS_READER, "timeoutSeconds": 30},
-            headers={"Authorization": f"Bearer {alice}"},
-            timeout=60,
-        ) as answer:
-            assert answer.status_code == 200 and answer.headers["content-type"].startswith("application/x-ndjson")
-            for line in answer.iter_lines():
-                lines.append(json.loads(line))
-                if lines[-1].get("text") == "first\n":
-                    (workspace / "go").touch()
+        def on_line(line: dict[str, Any]) -> None:
+            if line.get("text") == "first\n":
+                (workspace / "go").touch()
+
+        with httpx.Client() as http:
+            lines = stream(http, other.people_url, namespace, "shared", alice, WAITS_FOR_ITS_READER, on_line)
         assert [line["kind"] for line in lines] == ["output", "output", "outcome"]
         assert lines[-1]["outcome"]["stdout"] == "first\nsecond\n" and lines[-1]["outcome"]["error"] is None
         refused = httpx.post(
