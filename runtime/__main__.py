@@ -17,6 +17,7 @@ from runtime.agent import run_agent
 from runtime.config import Environment
 from runtime.contract import SESSION_MODE
 from runtime.executor import Executor
+from runtime.llm import ask_llm
 from runtime.output import OutputLog
 from runtime.result import Result, Usage, write
 
@@ -30,6 +31,7 @@ def _namespace() -> dict[str, object]:
         "save_skill": skills.save_skill,
         "list_skills": skills.list_skills,
         "load_skill": skills.load_skill,
+        "ask_llm": ask_llm,
     }
 
 
@@ -55,6 +57,7 @@ def _run(env: Environment, task: dict[str, Any], usage: Usage, log: OutputLog) -
         OUTPUT_LIMIT,
         usage,
         log,
+        skills.list_skills(),
     )
     return Result(
         "Succeeded" if agent.finished else "Failed", agent.answer, None if agent.finished else agent.answer, usage

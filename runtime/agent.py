@@ -16,17 +16,30 @@ from runtime.executor import Executor
 from runtime.output import OutputLog, truncate
 from runtime.result import Usage
 
-SYSTEM_PROMPT = """You solve the task by writing Python that runs in a sandbox. Answer with exactly one
-```python block per turn; you will see what it prints. Top-level await works; variables persist.
-Available functions: list_servers(), search_tools(query, detail="name"|"description"|"full"),
-get_tool("server/tool"), call_tool("server/tool", {...}); wrappers: `from servers.<server> import <tool>`;
-skills: list_skills(), load_skill(name), save_skill(name, function, description).
-Discover tools progressively (names first, then details of the few you need). Filter large results in
-code and print only what you need. Personal data appears as tokens like [EMAIL_1]: pass them on as-is.
-When done, answer with a ```final block holding the answer and no python block."""
+# Sent with every turn, so every token of it is paid once per model call (make bench token_savings).
+SYSTEM_PROMPT = """Solve the task in Python run in a sandbox: one ```python block per reply; you see what it prints;
+variables persist; top-level await works. Finish with a ```final block (the answer, no code).
+search_tools("words", "signature") -> signatures of the tools matching every word; call_tool("server/tool", {...})
+-> the result (a dict, or text where the signature says Any); ask_llm(prompt) -> a model's answer, for long text;
+load_skill(name).<function>(...); save_skill(name, function, description).
+Filter large results in code and print little. Pass tokens like [EMAIL_1] on as they are."""
+
+
+def system_prompt(skills: list[dict[str, str]]) -> str:
+    """The runtime's description, and the saved skills by name: a repeated task needs no discovery."""
+    if not skills:
+        return SYSTEM_PROMPT
+    listed = "\n".join(f"- {skill['name']}: {skill['description']}" for skill in skills)
+    return f"{SYSTEM_PROMPT}\nSaved skills:\n{listed}"
+
 
 _PYTHON = re.compile(r"```(?:python|py)\s*\n(.*?)```", re.DOTALL)
 _FINAL = re.compile(r"```final\s*\n(.*?)```", re.DOTALL)
+
+
+def output_message(output: str, limit: int) -> dict[str, str]:
+    """What the model is shown of a snippet's output: at most about `limit` characters, head and tail."""
+    return {"role": "user", "content": f"Output:\n{truncate(output, limit) or '(no output)'}"}
 
 
 @dataclass(frozen=True)
@@ -45,10 +58,12 @@ def run_agent(
     output_limit: int,
     usage: Usage,
     log: OutputLog,
+    skills: list[dict[str, str]] | None = None,
 ) -> AgentOutcome:
-    """Turns until a final answer, `max_turns`, or the `deadline` (time.monotonic()) of the whole task."""
+    """Turns until a final answer, `max_turns`, or the `deadline` (time.monotonic()) of the whole task; `skills`
+    (list_skills()) are named in the system prompt."""
     messages: list[dict[str, Any]] = [
-        {"role": "system", "content": SYSTEM_PROMPT},
+        {"role": "system", "content": system_prompt(skills or [])},
         {"role": "user", "content": prompt},
     ]
     for turn in range(1, max_turns + 1):
@@ -68,6 +83,5 @@ def run_agent(
         if code is None:
             return AgentOutcome((final.group(1) if final else reply).strip(), True)
         outcome = executor.run(code.group(1), deadline - time.monotonic())
-        shown = truncate(outcome.output, output_limit) or "(no output)"
-        messages.append({"role": "user", "content": f"Output:\n{shown}"})
+        messages.append(output_message(outcome.output, output_limit))
     return AgentOutcome(f"no final answer after {max_turns} turns", False)

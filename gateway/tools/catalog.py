@@ -19,12 +19,13 @@ from pydantic import BaseModel, ConfigDict, Field
 from gateway.context import TaskContext
 from gateway.errors import Forbidden, NotFound, ServerUnavailable
 from gateway.sessions.pool import SessionPool
-from gateway.tools import policy
+from gateway.tools import policy, wrapper_source
 from mcpexec.api.mcpserver import MCPServerSpec
 
 log = logging.getLogger("mcpexec.gateway.catalog")
 
-Detail = Literal["name", "description", "full"]
+# "signature": one call signature per tool (gateway/tools/wrapper_source.py: signature), enough to call it.
+Detail = Literal["name", "description", "signature", "full"]
 ServerKey = Callable[[TaskContext, str], str]
 
 
@@ -56,7 +57,8 @@ class ToolFull(BaseModel):
 
 
 class ToolsAnswer(BaseModel):
-    """`GET /v1/tools`: `tools` is a list of `server/tool` names, name+description objects, or full tools."""
+    """`GET /v1/tools`: `tools` is a list of `server/tool` names, call signatures (text), name+description objects,
+    or full tools."""
 
     detail: Detail
     tools: list[str] | list[ToolDescription] | list[ToolFull]
@@ -81,9 +83,14 @@ def _encoding() -> bpe_openai.Encoding:
     return bpe_openai.get_encoding("o200k_base")
 
 
+def count_text_tokens(text: str) -> int:
+    """o200k_base tokens of `text` as it is."""
+    return len(_encoding().encode(text))
+
+
 def count_tokens(value: Any) -> int:
     """o200k_base tokens of the compact JSON a model would be shown."""
-    return len(_encoding().encode(json.dumps(value, separators=(",", ":"), ensure_ascii=False)))
+    return count_text_tokens(json.dumps(value, separators=(",", ":"), ensure_ascii=False))
 
 
 def _full(server: str, tool: types.Tool) -> ToolFull:
@@ -187,6 +194,8 @@ class Catalog:
         tools: list[str] | list[ToolDescription] | list[ToolFull]
         if detail == "name":
             tools = [f"{s}/{t.name}" for _score_, s, t in hits]
+        elif detail == "signature":
+            tools = [wrapper_source.signature(s, t) for _sc, s, t in hits]
         elif detail == "description":
             tools = [ToolDescription(name=f"{s}/{t.name}", description=t.description or "") for _sc, s, t in hits]
         else:

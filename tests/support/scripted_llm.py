@@ -1,7 +1,8 @@
 """A scripted model endpoint on loopback: the one stand-in in the tests (a hosted model cannot be reached here).
 
-It answers with the replies it was given (in turn, the last one repeated) and records every request, so tests
-can check what a model would have seen. A reply is the answer's text or, for `api="openai"`, its whole assistant
+It answers with the replies it was given (in turn, the last one repeated), or with what a function of the request
+makes of it (a scripted transcript that reads what it was shown), and records every request, so tests can check
+what a model would have seen. A reply is the answer's text or, for `api="openai"`, its whole assistant
 message (to script tool calls). `api="openai"` serves `POST {url}/chat/completions`; `api="anthropic"`
 serves `POST {url}/v1/messages` and, like the Messages API, refuses a request without its key header, version
 header or max_tokens, with unknown fields, or with roles other than user/assistant (400).
@@ -11,6 +12,7 @@ from __future__ import annotations
 
 import json
 import threading
+from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Literal
 
@@ -24,6 +26,7 @@ MESSAGES_FIELDS = {
     "stream", "tools", "tool_choice", "thinking", "service_tier",
 }  # fmt: skip
 Reply = str | dict[str, Any]
+Responder = Callable[[dict[str, Any]], Reply]
 
 
 def _chat_completion(body: dict[str, Any], reply: Reply, number: int) -> dict[str, Any]:
@@ -65,7 +68,7 @@ def _message(body: dict[str, Any], reply: str, number: int) -> dict[str, Any]:
 
 
 class ScriptedLLM:
-    def __init__(self, replies: list[Reply], api: Literal["openai", "anthropic"] = "openai") -> None:
+    def __init__(self, replies: list[Reply] | Responder, api: Literal["openai", "anthropic"] = "openai") -> None:
         self.requests: list[tuple[dict[str, str], dict[str, Any]]] = []
         self.api = api
         llm = self
@@ -78,7 +81,7 @@ class ScriptedLLM:
                 if self.path != path:
                     return self._send(404, {"error": f"no {self.path}"})
                 llm.requests.append((dict(self.headers), body))
-                reply = replies[min(len(llm.requests), len(replies)) - 1]
+                reply = replies(body) if callable(replies) else replies[min(len(llm.requests), len(replies)) - 1]
                 if api == "openai":
                     return self._send(200, _chat_completion(body, reply, len(llm.requests)))
                 assert isinstance(reply, str), "a scripted Messages API reply is text"

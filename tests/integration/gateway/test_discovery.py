@@ -101,3 +101,20 @@ def test_wrappers_are_valid_typed_python_for_every_server(gateway: GatewayThread
     assert "customer_id: Customer id, e.g. C001" in demo
     assert "return call_tool('demo/send_message', arguments)" in demo
     assert "from runtime.client import call_tool" in demo
+
+
+def test_a_signature_search_is_enough_to_call_the_tool(gateway: GatewayThread) -> None:
+    """One discovery turn: the signature names every argument with its type, what the call returns (from the
+    outputSchema), and the argument descriptions; shorter than the full schema it replaces."""
+    with gateway.client_for(make_task("disc-signature", ALL_SERVERS)) as c:
+        signatures = c.get("/v1/tools", params={"query": "convert time", "detail": "signature"}).json()
+        full = c.get("/v1/tools", params={"query": "convert time", "detail": "full"}).json()
+        observations = c.get("/v1/tools", params={"query": "add observations", "detail": "signature"}).json()
+    (convert,) = signatures["tools"]
+    first, *rest = convert.splitlines()
+    assert first.startswith("time/convert_time(source_timezone: str, time: str, target_timezone: str) -> {source:")
+    assert first.endswith("time_difference: str}")
+    assert any(line.strip().startswith("time: Time to convert in 24-hour format") for line in rest)
+    assert signatures["tokens"] < full["tokens"]
+    # Nested arguments show their fields, so that no get_tool turn is needed to learn them.
+    assert "observations: list[{entityName: str, contents: list[str]}]" in observations["tools"][0]
