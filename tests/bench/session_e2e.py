@@ -53,7 +53,8 @@ def _summary_ms(samples: list[float]) -> dict[str, float]:
 
 
 def _pod_pids(command: list[str]) -> list[int]:
-    """Processes of the node's pods (their cgroup says kubepods) whose command line starts with `command`."""
+    """Processes of the node's pods (their cgroup says kubepods) whose command line starts with `command` (the
+    program by its file name: /usr/bin/redis-server is redis-server)."""
     found = []
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
@@ -63,7 +64,8 @@ def _pod_pids(command: list[str]) -> list[int]:
             cgroup = (entry / "cgroup").read_text()
         except OSError:
             continue
-        if "kubepods" in cgroup and [a.decode() for a in argv[: len(command)]] == command:
+        words = [Path(argv[0].decode()).name, *(a.decode() for a in argv[1 : len(command)])]
+        if "kubepods" in cgroup and words == command:
             found.append(int(entry.name))
     return found
 
@@ -190,8 +192,8 @@ def run() -> dict[str, Any]:
             for name in names:
                 _round_trips(http, url, name, token, 2)
         gateway, redis = _pod_pids(["python3", "-m", "gateway"]), _pod_pids(["redis-server"])
-        if len(gateway) != 1:
-            raise RuntimeError(f"expected the one gateway process on the node, found {gateway}")
+        if len(gateway) != 1 or len(redis) != 1:
+            raise RuntimeError(f"expected one gateway and one Redis process on the node, found {gateway}, {redis}")
         gateway_before, redis_before = _cpu(gateway), _cpu(redis)
         concurrent, wall = _concurrent(url, names, token)
         gateway_cpu, redis_cpu = _cpu(gateway) - gateway_before, _cpu(redis) - redis_before
