@@ -1,7 +1,9 @@
 """The agent loop for `prompt` tasks: the model writes code, the sandbox runs it, the output goes back.
 
 The model is reached only through the gateway's LLM proxy, which holds the key and tokenizes personal
-data both ways. The model ends the task by answering with a ```final block (or no code at all).
+data both ways. The model ends the task by answering with a ```final block (or no code at all), or with a
+```python final block: what that code prints is the answer, one model call fewer than reading the output and
+restating it. A final block that raises, or prints nothing, ends nothing: its output goes back like any other.
 """
 
 from __future__ import annotations
@@ -12,14 +14,15 @@ from dataclasses import dataclass
 from typing import Any
 
 from runtime.client import Gateway
-from runtime.executor import Executor
+from runtime.executor import Executor, Outcome
 from runtime.output import OutputLog, truncate
 from runtime.result import Usage
 
 # Sent with every turn, so every token of it is paid once per model call (make bench token_savings).
 SYSTEM_PROMPT = """Solve the task in Python run in a sandbox: one ```python block per reply; you see what it prints;
-variables persist; top-level await works. Finish with a ```final block (the answer, no code).
-search_tools("words", "signature") -> signatures of the tools matching every word; call_tool("server/tool", {...})
+variables persist; top-level await works. Finish with a ```final block (the answer, no code), or open your last
+block ```python final to make what it prints the answer (if it fails, you see the error and go on).
+search_tools("words") -> signatures of the tools matching every word; call_tool("server/tool", {...})
 -> the result (a dict, or text where the signature says Any); ask_llm(prompt) -> a model's answer, for long text;
 load_skill(name).<function>(...); save_skill(name, function, description).
 Filter large results in code and print little. Pass tokens like [EMAIL_1] on as they are."""
@@ -33,13 +36,28 @@ def system_prompt(skills: list[dict[str, str]]) -> str:
     return f"{SYSTEM_PROMPT}\nSaved skills:\n{listed}"
 
 
-_PYTHON = re.compile(r"```(?:python|py)\s*\n(.*?)```", re.DOTALL)
+# A code block, and whether it is marked final (```python final): its printed output is then the answer.
+_PYTHON = re.compile(r"```(?:python|py)[ \t]*(final)?[ \t]*\n(.*?)```", re.DOTALL)
 _FINAL = re.compile(r"```final\s*\n(.*?)```", re.DOTALL)
+
+
+def code_in(reply: str) -> tuple[str, bool] | None:
+    """The code of a reply's first python block, and whether it is marked final; None when it has none."""
+    found = _PYTHON.search(reply)
+    return None if found is None else (found.group(2), found.group(1) is not None)
 
 
 def output_message(output: str, limit: int) -> dict[str, str]:
     """What the model is shown of a snippet's output: at most about `limit` characters, head and tail."""
     return {"role": "user", "content": f"Output:\n{truncate(output, limit) or '(no output)'}"}
+
+
+def final_answer(marked_final: bool, outcome: Outcome, limit: int) -> str | None:
+    """The task's answer when a block marked final ran cleanly and printed something (bounded as the model would be
+    shown it); None when the loop goes on: the model then sees the error, or that nothing was printed."""
+    if marked_final and outcome.ok and outcome.output.strip():
+        return truncate(outcome.output, limit).strip()
+    return None
 
 
 @dataclass(frozen=True)
@@ -79,9 +97,12 @@ def run_agent(
         reply = str(answer["choices"][0]["message"].get("content") or "")
         messages.append({"role": "assistant", "content": reply})
         log.write(f"--- turn {turn}: model ---\n{reply}\n--- turn {turn}: output ---\n")
-        final, code = _FINAL.search(reply), _PYTHON.search(reply)
+        final, code = _FINAL.search(reply), code_in(reply)
         if code is None:
             return AgentOutcome((final.group(1) if final else reply).strip(), True)
-        outcome = executor.run(code.group(1), deadline - time.monotonic())
+        outcome = executor.run(code[0], deadline - time.monotonic())
+        printed_answer = final_answer(code[1], outcome, output_limit)
+        if printed_answer is not None:
+            return AgentOutcome(printed_answer, True)
         messages.append(output_message(outcome.output, output_limit))
     return AgentOutcome(f"no final answer after {max_turns} turns", False)

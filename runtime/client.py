@@ -187,8 +187,10 @@ def list_servers() -> list[dict[str, Any]]:
     return servers
 
 
-def search_tools(query: str = "", detail: str = "name", server: str | None = None) -> list[Any]:
-    """Tools matching every word of `query`; detail is "name", "description" or "full" (schemas)."""
+def search_tools(query: str = "", detail: str = "signature", server: str | None = None) -> list[Any]:
+    """Tools matching every word of `query`, best first; detail is "signature" (one text per tool: the call with its
+    typed arguments, what it returns, its description's first sentence: enough to call it), "name", "description"
+    or "full" (schemas)."""
     params = {"query": query, "detail": detail}
     if server:
         params["server"] = server

@@ -36,8 +36,8 @@ only printed output comes back, bounded to about 20,000 characters per stream (h
 
 Already defined, no import needed:
 - list_servers() -> [{"name", "description", "toolCount", "connected"}]
-- search_tools(query="", detail="name"|"description"|"full", server=None) -> tools matching every word of query
-  ("name": "server/tool" strings; "full": with inputSchema). Start with names, then details of the few you need.
+- search_tools(query="", detail="signature"|"name"|"description"|"full", server=None) -> tools matching every word
+  of query ("signature", the default: one call signature per tool, enough to call it; "full": with inputSchema)
 - get_tool("server/tool") -> the tool's full definition (description, inputSchema, outputSchema)
 - call_tool("server/tool", {...arguments}) -> its structuredContent, else its text; raises ToolError on failure
 - typed wrappers: `from servers.<server> import <tool>` then `<tool>(arg=...)` (non-identifier characters -> `_`)

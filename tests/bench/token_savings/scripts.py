@@ -63,6 +63,13 @@ class CodeScript:
     steps: list[str]  # code turns after discovery: a look at the data, the program, a fix
     answer: Callable[[list[str]], str]  # the final answer, from every output shown so far
     skill: Skill | None = None
+    # Steps that only look at the data: never marked final. Every other step is meant to print the answer, so where
+    # the runtime lets printed output end the task (```python final) it is marked so; one that fails goes on.
+    looks: frozenset[int] = frozenset()
+
+    def marked(self, steps: list[str]) -> list[tuple[str, bool]]:
+        """`steps` (this script's, or a skill's) with whether each is marked final."""
+        return [(code, number not in self.looks) for number, code in enumerate(steps)]
 
 
 @dataclass(frozen=True)
@@ -86,17 +93,19 @@ class Workflow:
     inner: Callable[[str], str] | None = None
 
 
-def code_block(code: str) -> str:
-    return f"```python\n{code.strip()}\n```"
+def code_block(code: str, final: bool = False) -> str:
+    """A reply that runs `code`; marked final, what it prints is the task's answer (runtime/agent.py)."""
+    return f"```python{' final' if final else ''}\n{code.strip()}\n```"
 
 
 def final_block(answer: str) -> str:
     return f"```final\n{answer.strip()}\n```"
 
 
-def discovery_code(queries: list[str], detail: str = "signature", top: int = 3) -> str:
-    """The one discovery turn: the best few call signatures per query."""
-    return f'for query in {queries!r}:\n    print("\\n".join(search_tools(query, {detail!r})[:{top}]))'
+def discovery_code(queries: list[str], detail: str | None = None, top: int = 3) -> str:
+    """The one discovery turn: the best few tools per query, as call signatures (search_tools' default detail)."""
+    how = "query" if detail is None else f"query, {detail!r}"
+    return f'for query in {queries!r}:\n    print("\\n".join(search_tools({how})[:{top}]))'
 
 
 def printed(outputs: list[str]) -> str:

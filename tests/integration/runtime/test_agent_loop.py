@@ -55,3 +55,35 @@ def test_the_task_deadline_ends_the_loop() -> None:
     assert run.result["phase"] == "Failed"
     assert run.result["error"] == "ran out of time after 1 of 5 turns"
     assert len(llm.requests) == 1
+
+
+def test_a_block_marked_final_ends_the_task_with_what_it_printed_once_it_runs_cleanly() -> None:
+    """```python final: its printed output is the answer, without a turn to restate it; one that raises or prints
+    nothing ends nothing: the model sees the error, or that nothing was printed, and goes on."""
+    turns = [
+        "```python final\nrecords = call_tool('demo/list_customers', {})['customers']\nprint(records[99]['name'])\n```",
+        "```python final\nfound = len(records)\n```",
+        "Now print it.\n```python final\nprint('There are', found, 'customers.')\n```",
+        "```final\nnot reached\n```",
+    ]
+    with ScriptedLLM(turns) as llm, runtime_harness(llm=llm.upstream("k")) as h:
+        run = h.run(h.task("final", code=None, prompt="How many customers are there?", maxTurns=6, model="m"))
+    assert run.exit_code == 0, run.result
+    assert run.result["phase"] == "Succeeded"
+    assert run.result["result"] == "There are 4 customers."
+    assert run.result["usage"]["llmTurns"] == 3 and len(llm.requests) == 3
+    bodies = [body for _, body in llm.requests]
+    assert "IndexError: list index out of range" in _last_user_message(bodies[1])
+    assert _last_user_message(bodies[2]) == "Output:\n(no output)"
+
+
+def test_a_block_marked_final_that_fails_on_the_last_turn_is_not_an_answer() -> None:
+    with (
+        ScriptedLLM(["```python final\nprint('partial')\nraise RuntimeError('boom')\n```"]) as llm,
+        runtime_harness(llm=llm.upstream("k")) as h,
+    ):
+        run = h.run(h.task("final-fails", code=None, prompt="Try.", maxTurns=2, model="m"))
+    assert run.exit_code == 1
+    assert run.result["phase"] == "Failed"
+    assert run.result["error"] == "no final answer after 2 turns"
+    assert "RuntimeError: boom" in _last_user_message(llm.requests[1][1])

@@ -13,7 +13,8 @@ from tests.integration.runtime.conftest import RuntimeHarness, runtime_harness
 API_TOUR = """
 import json
 servers = list_servers()
-names = search_tools("customer")
+signature = next(s for s in search_tools("customer") if s.startswith("demo/get_customer(")).splitlines()[0]
+names = search_tools("customer", detail="name")
 described = search_tools("customer", detail="description")
 full = search_tools("get customer", detail="full")
 tool = get_tool("demo/get_customer")
@@ -27,9 +28,10 @@ for name, args in [("demo/send_message", {"to": "x", "subject": "s", "body": "b"
         call_tool(name, args)
     except ToolError as exc:
         errors[name] = exc.code
-print(json.dumps({"servers": servers, "names": names, "described": described, "full": full, "tool": tool,
-                  "customer": customer, "via_wrapper": via_wrapper, "plans": sorted({c["plan"] for c in
-                  list_customers()["customers"]}), "errors": errors}))
+print(json.dumps({"servers": servers, "signature": signature, "names": names, "described": described,
+                  "full": full[:1], "tool": {"inputSchema": tool["inputSchema"]}, "customer": customer,
+                  "via_wrapper": via_wrapper,
+                  "plans": sorted({c["plan"] for c in list_customers()["customers"]}), "errors": errors}))
 """
 
 
@@ -40,6 +42,8 @@ def test_discovery_calls_wrappers_and_errors(harness: RuntimeHarness) -> None:
     seen = json.loads(run.result["result"])
     assert [s["name"] for s in seen["servers"]] == ["demo"]
     assert "demo/get_customer" in seen["names"] and all(isinstance(n, str) for n in seen["names"])
+    # By default a search answers with call signatures: enough to call a tool without get_tool.
+    assert seen["signature"].startswith("demo/get_customer(customer_id: str) -> ")
     assert all(set(d) == {"name", "description"} for d in seen["described"])
     assert seen["full"][0]["name"] == "get_customer" and "inputSchema" in seen["full"][0]
     assert seen["tool"]["inputSchema"]["required"] == ["customer_id"]
