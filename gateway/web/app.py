@@ -4,7 +4,8 @@ else (health, metrics and the API's documentation are on the ops port: gateway/w
 from __future__ import annotations
 
 import time
-from typing import Annotated, Any
+from collections.abc import Awaitable
+from typing import Annotated, Any, TypeVar
 
 from fastapi import Depends, FastAPI, Query, Request, Response
 from fastapi.exceptions import RequestValidationError
@@ -24,10 +25,11 @@ from gateway.tools.calls import CallRequest, CallResult
 from gateway.tools.catalog import Detail, ServersAnswer, ToolFull, ToolsAnswer
 from gateway.tools.skill_seals import Seal, SealedSkill, SkillCode
 from gateway.web.assignment import DEFAULT_WAIT_SECONDS, MAX_WAIT_SECONDS, Assignment, assignment
-from gateway.web.auth import authorize
+from gateway.web.auth import authenticate, authorize, charge
 from gateway.web.body_limit import BodyLimit
 from gateway.web.lean_route import LeanRoute
 
+T = TypeVar("T")
 ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
     status: {"model": ErrorResponse} for status in (400, 401, 403, 404, 413, 422, 429, 502, 503, 504)
 }
@@ -67,6 +69,16 @@ async def _caller(request: Request, credentials: Credentials) -> TaskContext:
 
 
 Caller = Annotated[TaskContext, Depends(_caller)]
+
+
+async def _session_caller(request: Request, credentials: Credentials) -> TaskContext:
+    return await authenticate(request, None if credentials is None else credentials.credentials)
+
+
+# A session runtime's requests that move an execution along (a poll that gets one, its output, its outcome) are each
+# paired with a caller's execution, so they do not count against the task's request budget (which its code's tool
+# calls spend): the handlers charge only those that do not (an empty poll, an unknown execution id).
+SessionCaller = Annotated[TaskContext, Depends(_session_caller)]
 
 
 def install_error_handlers(app: FastAPI, core: GatewayCore) -> None:
@@ -136,7 +148,7 @@ def create_app(core: GatewayCore) -> FastAPI:
         response_model_by_alias=True,
     )
     async def next_execution(
-        ctx: Caller, wait: Annotated[float, Query(ge=0, le=MAX_WAIT_SECONDS)] = DEFAULT_WAIT_SECONDS
+        ctx: SessionCaller, wait: Annotated[float, Query(ge=0, le=MAX_WAIT_SECONDS)] = DEFAULT_WAIT_SECONDS
     ) -> Execution | Response:
         """An interactive session's runtime asks for its next execution: waits up to `wait` seconds, then 204;
         403 `no_session` once the session is over (or for a task that has none)."""
@@ -144,21 +156,24 @@ def create_app(core: GatewayCore) -> FastAPI:
             core.executions.open(ctx.scope)
             # ...and lasts while it polls, whatever its token's cache says: the reaper would end the session.
             core.keep(ctx.scope, time.time() + wait + SESSION_POLL_SLACK_SECONDS)
-        execution = await core.executions.next(ctx.scope, wait)
-        return Response(status_code=204) if execution is None else execution
+        execution = await _charged_if_refused(core, ctx, core.executions.next(ctx.scope, wait))
+        if execution is None:
+            await charge(core, ctx.scope)
+            return Response(status_code=204)
+        return execution
 
     @app.post("/v1/session/executions/{execution_id}", responses=ERROR_RESPONSES, status_code=204)
-    async def complete_execution(ctx: Caller, execution_id: str, outcome: ExecutionOutcome) -> None:
+    async def complete_execution(ctx: SessionCaller, execution_id: str, outcome: ExecutionOutcome) -> None:
         """The runtime's outcome of an execution it was given (the gateway bounds each stream again); 404 when its
         caller gave up on it."""
-        await core.executions.complete(ctx.scope, execution_id, outcome)
+        await _charged_if_refused(core, ctx, core.executions.complete(ctx.scope, execution_id, outcome))
 
     @app.post("/v1/session/executions/{execution_id}/output", responses=ERROR_RESPONSES, status_code=204)
-    async def execution_output(ctx: Caller, execution_id: str, post: OutputPost) -> None:
+    async def execution_output(ctx: SessionCaller, execution_id: str, post: OutputPost) -> None:
         """What a streaming execution printed since the runtime's last post, in order; 404 when that execution is not
         running in this session (its caller gave up, or it finished). Past about a million characters in all, the
         rest is dropped (its outcome still has the head and tail)."""
-        await core.executions.output(ctx.scope, execution_id, post.chunks)
+        await _charged_if_refused(core, ctx, core.executions.output(ctx.scope, execution_id, post.chunks))
 
     @app.get("/v1/servers", responses=ERROR_RESPONSES)
     async def list_servers(ctx: Caller) -> ServersAnswer:
@@ -222,3 +237,14 @@ def create_app(core: GatewayCore) -> FastAPI:
         return StreamingResponse(stream.replay(stream.events(answer, include_usage)), media_type=_EVENT_STREAM_TYPE)
 
     return app
+
+
+async def _charged_if_refused(core: GatewayCore, ctx: TaskContext, step: Awaitable[T]) -> T:
+    """A session runtime's request: free if it moves an execution along, charged to the task's request budget
+    before its refusal otherwise (a sandbox polling with no session, or posting for ids it was never given, gets
+    rate limited as any other flood)."""
+    try:
+        return await step
+    except GatewayError:
+        await charge(core, ctx.scope)
+        raise

@@ -26,16 +26,27 @@ def bearer_token(authorization: str | None) -> str | None:
 
 async def authorize(request: Request, token: str | None) -> TaskContext:
     """A valid per-task token, then the task's rate limit."""
+    ctx = await authenticate(request, token)
+    await charge(request.app.state.core, ctx.scope)
+    return ctx
+
+
+async def authenticate(request: Request, token: str | None) -> TaskContext:
+    """A valid per-task token (not yet counted against the task's rate limit)."""
     if not token:
         raise Unauthenticated("missing bearer token")
     core: GatewayCore = request.app.state.core
     ctx = await core.authenticator.authenticate(token)
     core.admit(ctx)
+    return ctx
+
+
+async def charge(core: GatewayCore, scope: str) -> None:
+    """One request of the task's rate limit; RateLimited (held briefly first) when it is spent."""
     try:
-        await core.rate_limits.check(ctx.scope)
+        await core.rate_limits.check(scope)
     except RateLimited:
         # Held before it is answered: a task looping on 429s gets a few a second per connection instead of
         # thousands, each of which would cost the gateway a request's work (make bench pii_isolation).
         await asyncio.sleep(RATE_LIMITED_HOLD_SECONDS)
         raise
-    return ctx

@@ -192,3 +192,18 @@ def test_a_streaming_execution_sends_its_output_while_it_runs(
     assert 1_000_000 <= len(streamed) < 1_100_000
     assert outcome.stdout.startswith("first\nsecond\n") and outcome.stdout.endswith("299999\n")
     assert execute(sessions, session, "print('still here')").stdout == "still here\n"
+
+
+def test_a_session_running_faster_than_the_request_budget_is_not_rate_limited(
+    sessions: SessionsThread, session: LocalSession
+) -> None:
+    """Each execution costs its runtime a poll and an outcome post: 300 back to back are several times the task's
+    budget of 100 requests a second, and none of them is refused (the budget is left to the code's tool calls)."""
+    errors = sessions.sessions.core.metrics.errors.labels("rate_limited")
+    before = errors._value.get()
+    for number in range(300):
+        assert execute(sessions, session, f"print({number})").stdout == f"{number}\n"
+    assert errors._value.get() == before
+    # ...and the code's own requests still spend it.
+    flood = execute(sessions, session, "n = 0\nfor _ in range(300):\n    list_servers()\n    n += 1\nprint(n)")
+    assert "rate_limited" in (flood.error or "") or errors._value.get() > before, flood
