@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import secrets
 import threading
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -18,8 +19,9 @@ import kopf
 from prometheus_client import start_http_server
 from pydantic import ValidationError
 
-from controller import claims, manifests, pools, sessions
+from controller import claims, ledger, manifests, pools, sessions
 from controller import status as task_status
+from controller.diffbase import DigestedDiffBaseStorage
 from controller.kube import Cluster, api_client
 from controller.metrics import (
     POOL_EVENTS,
@@ -66,12 +68,16 @@ _metrics_started: set[int] = set()
 @kopf.on.startup()
 def configure(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) -> None:
     settings.persistence.progress_storage = kopf.AnnotationsProgressStorage(prefix=GROUP)
-    settings.persistence.diffbase_storage = kopf.AnnotationsDiffBaseStorage(prefix=GROUP)
+    settings.persistence.diffbase_storage = DigestedDiffBaseStorage(prefix=GROUP)
     settings.posting.level = logging.WARNING
     settings.execution.max_workers = HANDLER_THREADS
     memo.settings = OperatorSettings()
     memo.cluster = Cluster(api_client(pool_size=HANDLER_THREADS + 4))
     memo.pool_locks = {}
+    for wanted in memo.settings.generated_secrets:
+        value = secrets.token_urlsafe(wanted.bytes)
+        if memo.cluster.create_secret_once(memo.settings.gateway_namespace, wanted.name, wanted.key, value):
+            logger.info("generated Secret %s/%s", memo.settings.gateway_namespace, wanted.name)
     port = memo.settings.metrics_port
     if port and port not in _metrics_started:
         start_http_server(port)
@@ -85,7 +91,7 @@ def login(**kwargs: Any) -> kopf.ConnectionInfo | None:
 
 
 def _write(memo: kopf.Memo, namespace: str, name: str, observed: task_status.Status) -> None:
-    memo.cluster.update_task_status(namespace, name, lambda current: task_status.merge(current, observed))
+    memo.cluster.update_task_status(namespace, name, observed)
 
 
 def _refuse(
@@ -144,6 +150,8 @@ def reconcile(body: kopf.Body, name: str, namespace: str | None, uid: str, memo:
             _refuse(memo, namespace, name, "InvalidSpec", message, final=True)
             return
         task = manifests.TaskRef(name=name, namespace=namespace, uid=uid)
+        if _ran_before(memo, body, task):
+            return
         try:
             if spec.pool_ref is None:
                 _run_cold(memo, body, task, spec, None)
@@ -155,6 +163,25 @@ def reconcile(body: kopf.Body, name: str, namespace: str | None, uid: str, memo:
         except Exception as exc:
             RECONCILE_ERRORS.labels(error=type(exc).__name__).inc()
             raise
+
+
+def _ran_before(memo: kopf.Memo, body: kopf.Body, task: manifests.TaskRef) -> bool:
+    """A task whose name already ran here (and that does not ask to run again) is finished without running
+    (controller/ledger.py)."""
+    cluster: Cluster = memo.cluster
+    refused = ledger.refusal(cluster.read_ledger(task.namespace).get(task.name), dict(body))
+    if refused is None:
+        return False
+    reason, message = refused.pop("reason"), refused.pop("message")
+    conditions = [condition("Accepted", False, reason, message), condition("Finished", True, reason, message)]
+    _write(memo, task.namespace, task.name, refused | {"conditions": conditions})
+    RECONCILES.labels(outcome="already-ran").inc()
+    return True
+
+
+def _started(memo: kopf.Memo, body: kopf.Body) -> None:
+    """Into the ledger before the code can start: from now on, a re-created task of this name does not run."""
+    memo.cluster.update_ledger(body["metadata"]["namespace"], lambda entries: ledger.started(entries, dict(body)))
 
 
 def _accepted(
@@ -191,6 +218,7 @@ def _run_cold(
     cluster.ensure(manifests.service_account(task), task.uid)
     cluster.ensure(manifests.task_config(task, spec), task.uid)
     cluster.ensure(manifests.network_policy(task, settings), task.uid)
+    _started(memo, body)
     cluster.ensure(manifests.job(task, spec, settings), task.uid)
     observed = _accepted(body, spec, LaunchType.COLD, "JobCreated", "sandboxed Job created")
     _write(memo, task.namespace, task.name, observed | {"jobName": child_name(task.name)})
@@ -226,12 +254,14 @@ def _run_pooled(memo: kopf.Memo, body: kopf.Body, task: manifests.TaskRef, spec:
         message = f"MCPServer(s) not found in namespace {task.namespace}: {', '.join(missing)}"
         _refuse(memo, task.namespace, task.name, "MCPServerNotFound", message, final=_past_deadline(body, spec))
         return
-    pod = claims.claimed_by(cluster, document, task) or claims.claim(
-        cluster, document, template_hash(template), task, spec.timeout_seconds
-    )
+    pod = claims.claimed_by(cluster, document, task)
+    if pod is None:
+        _started(memo, body)
+        pod = claims.claim(cluster, document, template_hash(template), task, spec.timeout_seconds)
     if pod is not None:
         _claimed(memo, body, task, spec, ceiling, pod)
         return
+    cluster.update_ledger(task.namespace, lambda entries: ledger.forget(entries, task.name, task.uid))
     if pool.spec.when_empty is WhenEmpty.WAIT:
         message = f"no idle sandbox in SandboxPool {pool.metadata.name!r}; waiting for one (whenEmpty: Wait)"
         final = _past_deadline(body, spec)
@@ -277,7 +307,7 @@ def sync_status(memo: kopf.Memo, namespace: str, task_name: str) -> None:
         if pod is not None and pod["metadata"]["uid"] != claim.get("podUID"):
             pod = None
         observed = task_status.observe_sandbox(pod)
-        if cluster.update_task_status(namespace, task_name, lambda cur: task_status.merge(cur, observed)) is not None:
+        if cluster.update_task_status(namespace, task_name, observed) is not None:
             STATUS_SYNCS.inc()
         return
     job, pods = cluster.job_and_pods(namespace, child_name(task_name))
@@ -287,7 +317,7 @@ def sync_status(memo: kopf.Memo, namespace: str, task_name: str) -> None:
     if task["metadata"]["uid"] not in owners:
         return
     observed = task_status.observe(job, pods)
-    if cluster.update_task_status(namespace, task_name, lambda cur: task_status.merge(cur, observed)) is not None:
+    if cluster.update_task_status(namespace, task_name, observed) is not None:
         STATUS_SYNCS.inc()
 
 
@@ -308,7 +338,9 @@ def count_phase(type: str | None, body: kopf.Body, **_: Any) -> None:
 
 
 def _sweep(memo: kopf.Memo) -> None:
-    """Resync unfinished tasks (a net for missed watch events) and delete finished ones past their TTL."""
+    """Resync unfinished tasks (a net for missed watch events); past a finished task's ttlSecondsAfterFinished,
+    delete what it ran in (its Job and pods, ConfigMap, ServiceAccount, NetworkPolicy, a claimed sandbox), never
+    the task: a GitOps controller would re-create it (docs/gitops.md)."""
     cluster: Cluster = memo.cluster
     for task in cluster.list_tasks():
         meta, status = task["metadata"], task.get("status") or {}
@@ -319,10 +351,14 @@ def _sweep(memo: kopf.Memo) -> None:
             continue
         ttl = (task.get("spec") or {}).get("ttlSecondsAfterFinished")
         finished_at = status.get("completionTime")
-        if ttl is None or not finished_at:
+        if ttl is None or not finished_at or status.get("childrenDeletedAt"):
             continue
         if datetime.now(UTC) >= datetime.fromisoformat(finished_at.replace("Z", "+00:00")) + timedelta(seconds=ttl):
-            cluster.delete_task(meta["namespace"], meta["name"])
+            cluster.delete_children(meta["namespace"], meta["name"])
+            claimed = (status.get("claim") or {}).get("podName")
+            if claimed:
+                cluster.delete_pod(meta["namespace"], claimed)
+            cluster.patch_task_status(meta["namespace"], meta["name"], {"childrenDeletedAt": now()})
 
 
 def _sweep_pools(memo: kopf.Memo) -> None:

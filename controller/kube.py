@@ -13,11 +13,14 @@ import kopf
 from kubernetes import client, config
 from kubernetes.client.exceptions import ApiException
 
+from controller import ledger
 from controller import status as task_status
 from controller.manifests import Manifest
 from controller.metrics import observe_start
+from controller.naming import child_name
 from mcpexec.api.agenttask import Phase
-from mcpexec.api.meta import AGENTSESSION_PLURAL, AGENTTASK_PLURAL, GROUP, SANDBOXPOOL_PLURAL, VERSION
+from mcpexec.api.conditions import find, generation
+from mcpexec.api.meta import AGENTSESSION_PLURAL, AGENTTASK_PLURAL, GROUP, MANAGED_LABELS, SANDBOXPOOL_PLURAL, VERSION
 from mcpexec.api.sandboxpool import LaunchType
 
 log = logging.getLogger(__name__)
@@ -141,6 +144,9 @@ class Cluster:
             if exc.status != 404:
                 raise
 
+    def patch_task_status(self, namespace: str, name: str, status: dict[str, Any]) -> None:
+        self._patch_status_ours(AGENTTASK_PLURAL, namespace, name, status)
+
     def list_tasks(self) -> list[dict[str, Any]]:
         return self._list_ours(AGENTTASK_PLURAL)
 
@@ -154,16 +160,16 @@ class Cluster:
         pods = self.core.list_namespaced_pod(namespace, label_selector=f"job-name={job_name}")
         return job, [self.to_dict(p) for p in pods.items]
 
-    def update_task_status(
-        self, namespace: str, name: str, compute: Callable[[task_status.Status], task_status.Status]
-    ) -> task_status.Status | None:
-        """Read-modify-write of the status subresource, guarded by resourceVersion against lost updates."""
+    def update_task_status(self, namespace: str, name: str, observed: task_status.Status) -> task_status.Status | None:
+        """Merge what was observed into the task's status (controller/status.py: merge): a read-modify-write of the
+        status subresource, guarded by resourceVersion against lost updates. A run that finished is written to the
+        namespace's ledger."""
         for _ in range(_CONFLICT_RETRIES):
             task = self.read_task(namespace, name)
             if task is None:
                 return None
             current = task.get("status") or {}
-            new = compute(current)
+            new = task_status.merge(current, observed, generation(task))
             if new == current:
                 return current
             body = {"metadata": {"resourceVersion": task["metadata"]["resourceVersion"]}, "status": new}
@@ -177,10 +183,64 @@ class Cluster:
                 if exc.status == 404:
                     return None
                 raise
-            if new.get("phase") != current.get("phase"):
+            # A new task's status already reads Pending (the CRD's default): its first write is an event too.
+            if new.get("phase") != current.get("phase") or not current.get("observedGeneration"):
                 self._record_phase(task, new)
+                if Phase(new["phase"]).finished and new.get("phase") != current.get("phase"):
+                    self._record_outcome(task, new)
             return new
         raise kopf.TemporaryError(f"status of {namespace}/{name} kept changing under us", delay=1)
+
+    def _record_outcome(self, task: dict[str, Any], status: task_status.Status) -> None:
+        meta = task["metadata"]
+        reason = (find(status.get("conditions") or [], "Finished") or {}).get("reason", "")
+        phase = Phase(status["phase"])
+        try:
+            self.update_ledger(
+                meta["namespace"], lambda entries: ledger.finished(entries, meta["name"], meta["uid"], phase, reason)
+            )
+        except ApiException as exc:  # the entry written at the start already keeps the name from running again
+            log.warning("could not record the outcome of %s/%s: %s", meta["namespace"], meta["name"], exc.status)
+
+    def _read_ledger_map(self, namespace: str) -> dict[str, Any] | None:
+        try:
+            return self.to_dict(self.core.read_namespaced_config_map(ledger.LEDGER_NAME, namespace))
+        except ApiException as exc:
+            if exc.status == 404:
+                return None
+            raise
+
+    def read_ledger(self, namespace: str) -> ledger.Entries:
+        return ledger.parse((self._read_ledger_map(namespace) or {}).get("data"))
+
+    def update_ledger(self, namespace: str, change: Callable[[ledger.Entries], ledger.Entries]) -> None:
+        """Read-modify-write of the namespace's ledger ConfigMap (created on first use, owned by nobody: it outlives
+        every task), guarded by resourceVersion: concurrent reconciles in one namespace lose no entry."""
+        for _ in range(_CONFLICT_RETRIES):
+            found = self._read_ledger_map(namespace)
+            entries = ledger.parse((found or {}).get("data"))
+            changed = change(entries)
+            if changed == entries and found is not None:
+                return
+            metadata: dict[str, Any] = {"name": ledger.LEDGER_NAME, "namespace": namespace, "labels": MANAGED_LABELS}
+            if found is not None:
+                metadata["resourceVersion"] = found["metadata"]["resourceVersion"]
+            body: Manifest = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": metadata}
+            body["data"] = ledger.serialize(changed)
+            # Both take the plain manifest, as ensure() does.
+            create: Callable[..., Any] = self.core.create_namespaced_config_map
+            replace: Callable[..., Any] = self.core.replace_namespaced_config_map
+            try:
+                if found is None:
+                    create(namespace, body)
+                else:
+                    replace(ledger.LEDGER_NAME, namespace, body)
+            except ApiException as exc:
+                if exc.status == 409:
+                    continue
+                raise
+            return
+        raise kopf.TemporaryError(f"the task ledger of {namespace} kept changing under us", delay=1)
 
     def _record_phase(self, task: dict[str, Any], status: task_status.Status) -> None:
         """A Kubernetes Event per phase change, so `kubectl describe` tells the task's story."""
@@ -275,9 +335,38 @@ class Cluster:
                 return None
             raise
 
-    def delete_task(self, namespace: str, name: str) -> None:
+    def create_secret_once(self, namespace: str, name: str, key: str, value: str) -> bool:
+        """Create the Secret unless one of that name exists (which is left as it is). True if it was created."""
+        body: Manifest = {
+            "apiVersion": "v1",
+            "kind": "Secret",
+            "metadata": {"name": name, "namespace": namespace, "labels": MANAGED_LABELS},
+            "type": "Opaque",
+            "stringData": {key: value},
+        }
+        create: Callable[..., Any] = self.core.create_namespaced_secret  # takes the plain manifest, as ensure() does
         try:
-            self.custom.delete_namespaced_custom_object(GROUP, VERSION, namespace, AGENTTASK_PLURAL, name)
+            create(namespace, body)
         except ApiException as exc:
-            if exc.status != 404:
-                raise
+            if exc.status == 409:
+                return False
+            raise
+        return True
+
+    def delete_children(self, namespace: str, task_name: str) -> None:
+        """A finished task's Job (its pods with it), ConfigMap, ServiceAccount and NetworkPolicy, past its
+        ttlSecondsAfterFinished; the AgentTask itself, its status and result stay (a GitOps controller would
+        re-create a deleted task). They are named after the task, which still exists: no other task's can be."""
+        name = child_name(task_name)
+        background = client.V1DeleteOptions(propagation_policy="Background")
+        for delete in (
+            self.batch.delete_namespaced_job,
+            self.core.delete_namespaced_config_map,
+            self.core.delete_namespaced_service_account,
+            self.net.delete_namespaced_network_policy,
+        ):
+            try:
+                delete(name, namespace, body=background)
+            except ApiException as exc:
+                if exc.status != 404:
+                    raise

@@ -17,7 +17,7 @@ from controller.kube import Cluster
 from controller.metrics import POOL_EVENTS, POOL_SANDBOXES
 from controller.naming import idle_selector
 from controller.settings import OperatorSettings
-from mcpexec.api.conditions import condition, merge_conditions
+from mcpexec.api.conditions import Progress, generation, merge_conditions, readiness
 from mcpexec.api.meta import CLAIMED, IDLE, POOL_LABEL, SANDBOX_STATE_LABEL, TEMPLATE_HASH_LABEL, validation_message
 from mcpexec.api.sandboxpool import SandboxPool, template_hash
 
@@ -100,26 +100,30 @@ def counts(pods: PoolPods) -> dict[str, int]:
     }
 
 
-def _status(pool: dict[str, Any], hash_: str, pods: PoolPods, ok: tuple[bool, str, str]) -> dict[str, Any]:
+def _status(pool: dict[str, Any], hash_: str, pods: PoolPods, refused: tuple[str, str] | None) -> dict[str, Any]:
+    """The pool's status: Ready once every idle sandbox is ready (Reconciling while they start), Stalled with the
+    reason when the pool cannot start any (`refused`: reason, message)."""
     tally = counts(pods)
     replicas = int((pool.get("spec") or {}).get("replicas", 0))
-    generation = pool["metadata"].get("generation", 1)
-    status, reason, message = ok
-    if status and tally["ready"] < replicas:
-        status, reason, message = False, "Starting", f"{tally['ready']} of {replicas} idle sandboxes ready"
-    elif status:
-        reason, message = "Ready", f"{tally['ready']} idle sandboxes ready"
-    update = condition("Ready", status, reason, message) | {"observedGeneration": generation}
+    observed = generation(pool)
+    if refused is not None:
+        updates = readiness(False, Progress.STALLED, *refused)
+    elif tally["ready"] < replicas:
+        updates = readiness(
+            False, Progress.IN_PROGRESS, "Starting", f"{tally['ready']} of {replicas} idle sandboxes ready"
+        )
+    else:
+        updates = readiness(True, Progress.CURRENT, "Ready", f"{tally['ready']} idle sandboxes ready")
     current = pool.get("status") or {}
     return {
-        "observedGeneration": generation,
+        "observedGeneration": observed,
         "replicas": tally["idle"],
         "readyReplicas": tally["ready"],
         "claimedReplicas": tally["claimed"],
         "selector": idle_selector(pool["metadata"]["name"]),
         "templateHash": hash_,
         "sandboxUIDs": sorted(p["metadata"]["uid"] for p in [*pods.current, *pods.stale, *pods.claimed]),
-        "conditions": merge_conditions(current.get("conditions") or [], [update]),
+        "conditions": merge_conditions(current.get("conditions") or [], updates, observed),
     }
 
 
@@ -133,7 +137,7 @@ def _refused(cluster: Cluster, pool: dict[str, Any], reason: str, message: str) 
     """A pool that cannot start sandboxes (fail closed: none is made) says why in its Ready condition."""
     meta = pool["metadata"]
     pods = classify(cluster.pods(meta["namespace"], f"{POOL_LABEL}={meta['name']}"), "", made(pool))
-    _write_status(cluster, pool, _status(pool, "", pods, (False, reason, message)))
+    _write_status(cluster, pool, _status(pool, "", pods, (reason, message)))
 
 
 def reconcile(cluster: Cluster, settings: OperatorSettings, document: dict[str, Any]) -> None:
@@ -178,7 +182,7 @@ def reconcile(cluster: Cluster, settings: OperatorSettings, document: dict[str, 
     pods.current = [p for p in pods.current if id(p) not in removed]
     pods.stale = pods.exited = []
     POOL_SANDBOXES.observe(namespace, name, counts(pods))
-    _write_status(cluster, document, _status(document, hash_, pods, (True, "", "")))
+    _write_status(cluster, document, _status(document, hash_, pods, None))
 
 
 def claimed_running(cluster: Cluster, namespace: str, name: str) -> int:

@@ -25,7 +25,7 @@ from controller import claims, manifests
 from controller.kube import Cluster
 from controller.settings import OperatorSettings
 from mcpexec.api.agentsession import AgentSession, SessionPhase, session_task
-from mcpexec.api.conditions import condition, merge_conditions, now
+from mcpexec.api.conditions import Progress, condition, generation, merge_conditions, now, readiness
 from mcpexec.api.meta import validation_message
 from mcpexec.api.sandboxpool import Claim, SandboxPool, template_hash, widening
 
@@ -48,22 +48,29 @@ def _age(document: dict[str, Any]) -> float:
     return (datetime.now(UTC) - _time(document["metadata"]["creationTimestamp"])).total_seconds()
 
 
-def _write(cluster: Cluster, document: dict[str, Any], status: dict[str, Any], *conditions: dict[str, str]) -> None:
+# Ends that are the session's normal life (kstatus: Current, not Failed).
+NORMAL_ENDS = ("IdleTimeout", "MaxLifetime")
+
+
+def _write(cluster: Cluster, document: dict[str, Any], status: dict[str, Any], *conditions: dict[str, Any]) -> None:
     current = (document.get("status") or {}).get("conditions") or []
-    merged = merge_conditions(current, list(conditions)) if conditions else current
+    observed = generation(document)
+    merged = merge_conditions(current, list(conditions), observed)
     meta = document["metadata"]
-    cluster.patch_session_status(meta["namespace"], meta["name"], {**status, "conditions": merged})
+    update = {**status, "observedGeneration": observed, "conditions": merged}
+    cluster.patch_session_status(meta["namespace"], meta["name"], update)
 
 
 def end(cluster: Cluster, document: dict[str, Any], reason: str, message: str) -> None:
     """Phase Ended with its reason, then the sandbox deleted: nothing of it is reused."""
     meta = document["metadata"]
     status = {"phase": SessionPhase.ENDED.value, "reason": reason}
-    _write(cluster, document, status, condition("Ready", False, reason, message))
+    state = Progress.CURRENT if reason in NORMAL_ENDS else Progress.STALLED
+    _write(cluster, document, status, *readiness(False, state, reason, message))
     pod = (document.get("status") or {}).get("podName")
     if pod:
         cluster.delete_pod(meta["namespace"], pod)
-    cluster.record_event(document, "Ended", message, warning=reason not in ("IdleTimeout", "MaxLifetime"))
+    cluster.record_event(document, "Ended", message, warning=reason not in NORMAL_ENDS)
     log.info("session ended", extra={"namespace": meta["namespace"], "session": meta["name"], "reason": reason})
 
 
@@ -73,7 +80,13 @@ def _wait(cluster: Cluster, document: dict[str, Any], reason: str, message: str)
         end(cluster, document, reason, f"{message}; gave up after {CLAIM_TIMEOUT_SECONDS} s")
         return
     status = {"phase": SessionPhase.PENDING.value, "reason": reason}
-    _write(cluster, document, status, condition("Claimed", False, reason, message))
+    _write(
+        cluster,
+        document,
+        status,
+        condition("Claimed", False, reason, message),
+        *readiness(None, Progress.IN_PROGRESS, reason, message),
+    )
     raise kopf.TemporaryError(message, delay=CLAIM_RETRY_SECONDS)
 
 
@@ -129,9 +142,9 @@ def reconcile(cluster: Cluster, settings: OperatorSettings, document: dict[str, 
         "startTime": now(),
         "lastActivity": now(),
         "expiresAt": _stamp(created + timedelta(seconds=session.spec.max_lifetime_seconds)),
-        "observedGeneration": document["metadata"].get("generation", 1),
     }
-    _write(cluster, document, ready, condition("Claimed", True, "SandboxClaimed", message))
+    claimed = condition("Claimed", True, "SandboxClaimed", message)
+    _write(cluster, document, ready, claimed, *readiness(True, Progress.CURRENT, "SandboxClaimed", message))
     cluster.record_event(document, "Claimed", message)
 
 

@@ -31,6 +31,17 @@ class PolicyPeer(BaseModel):
         return self
 
 
+class GeneratedSecret(BaseModel):
+    """A credential the chart names but does not hold (no existingSecret, no value): the operator creates the Secret
+    once, in its own namespace (gateway_namespace, the release's), with `bytes` random bytes (URL-safe base64)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: Annotated[str, StringConstraints(min_length=1, max_length=253)]
+    key: Annotated[str, StringConstraints(pattern=r"^[-._a-zA-Z0-9]+$", max_length=253)]
+    bytes: int = Field(default=24, ge=16, le=128)
+
+
 class OperatorSettings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="MCPEXEC_", extra="ignore")
 
@@ -49,3 +60,4 @@ class OperatorSettings(BaseSettings):
     # Every task's /workspace (an emptyDir): the kubelet evicts a pod that writes more, and the task fails saying so.
     workspace_size: Annotated[str, StringConstraints(pattern=QUANTITY)] = "1Gi"
     sweep_interval_seconds: float = Field(default=10, gt=0)
+    generated_secrets: list[GeneratedSecret] = Field(default_factory=list)

@@ -11,7 +11,7 @@ from datetime import datetime
 from typing import Any
 
 from mcpexec.api.agenttask import Phase
-from mcpexec.api.conditions import condition, merge_conditions, now
+from mcpexec.api.conditions import condition, find, merge_conditions, now, outcome
 from mcpexec.api.result import RuntimeResult
 from runtime.contract import RESULT_LIMIT
 
@@ -143,13 +143,34 @@ def observe_sandbox(pod: dict[str, Any] | None) -> Status:
     return _with_outcome(status, outcome)
 
 
-def merge(current: Status, observed: Status) -> Status:
-    """The new status: observed fields win, the phase never moves backwards, a finished task is final."""
+def lifecycle(phase: Phase, conditions: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Succeeded, Reconciling and Stalled for a task's phase (mcpexec/api/conditions.py: outcome): the reason is the
+    Finished one once it finished, the refusal it waits on while not Accepted, else the phase."""
+    if phase.finished:
+        finished = find(conditions, "Finished") or {}
+        reason = finished.get("reason") or phase.value
+        return outcome(phase is Phase.SUCCEEDED, reason, finished.get("message") or "")
+    accepted = find(conditions, "Accepted")
+    if accepted is not None and accepted.get("status") == "False":
+        return outcome(None, accepted["reason"], accepted.get("message") or "")
+    if phase is Phase.RUNNING:
+        return outcome(None, phase.value, "the task's code is running")
+    detail = f": {accepted['message']}" if accepted and accepted.get("message") else ""
+    return outcome(None, phase.value, f"the task is waiting to run{detail}")
+
+
+def merge(current: Status, observed: Status, generation: int) -> Status:
+    """The new status: observed fields win, the phase never moves backwards, a finished task is final; the kstatus
+    conditions follow the phase, and everything is stamped with the generation it describes."""
     old_phase = current.get("phase")
     if old_phase and Phase(old_phase).finished:
         return current
     merged = {**current, **{k: v for k, v in observed.items() if k != "conditions"}}
     if old_phase and _ORDER[Phase(old_phase)] > _ORDER[Phase(observed.get("phase") or old_phase)]:
         merged["phase"] = old_phase
-    merged["conditions"] = merge_conditions(current.get("conditions") or [], observed.get("conditions") or [])
+    conditions = merge_conditions(current.get("conditions") or [], observed.get("conditions") or [], generation)
+    phase = Phase(merged.get("phase") or Phase.PENDING.value)
+    merged["phase"] = phase.value
+    merged["conditions"] = merge_conditions(conditions, lifecycle(phase, conditions), generation)
+    merged["observedGeneration"] = generation
     return merged

@@ -2,7 +2,11 @@
 
 Every replica probes through its catalog connection and patches `status` only when what it would write
 differs from what the resource already says, so replicas that agree write nothing and `kubectl get mcpservers`
-shows Ready and the tool count.
+shows Ready and the tool count. The conditions speak kstatus (mcpexec/api/conditions.py): a server seen for the first
+time (or edited: a new generation) is `Ready=Unknown`, Reconciling, until its probe answers; an unreachable one stays
+Reconciling (the gateway keeps probing); one the gateway refuses to serve (`InvalidSpec`, `NotServed`: a stdio
+server outside the trusted namespaces) is Stalled, since nothing changes until someone edits it or the gateway's
+settings.
 """
 
 from __future__ import annotations
@@ -14,15 +18,18 @@ from typing import Any
 from kubernetes.client.exceptions import ApiException
 
 from gateway.cluster.directory import KubeDirectory
-from gateway.cluster.servers import ClusterServers
+from gateway.cluster.servers import ClusterServers, Refusal
 from gateway.errors import GatewayError
 from gateway.tools.catalog import Catalog
-from mcpexec.api.conditions import condition, merge_conditions
+from mcpexec.api.conditions import Progress, merge_conditions, readiness
 
 log = logging.getLogger("mcpexec.gateway.server_status")
 
 MAX_TOOLS = 200  # bounded: a status is part of every read of the resource
 DESCRIPTION_CHARS = 160
+# What the gateway writes. A desired status without the tools keeps the last listed ones (an unreachable server's);
+# a key set to None is removed (a merge patch): the tools of a server now refused.
+_FIELDS = ("observedGeneration", "conditions", "toolCount", "tools")
 
 
 def _summary(description: str | None) -> str:
@@ -32,20 +39,30 @@ def _summary(description: str | None) -> str:
 
 def desired_status(tools: list[tuple[str, str | None]] | None, problem: str | None) -> dict[str, Any]:
     """The status for a probe's outcome: the tools (name, description) when listed, else the problem."""
-    ready = problem is None
-    message = f"{len(tools or [])} tools" if problem is None else problem
-    status: dict[str, Any] = {
-        "conditions": [condition("Ready", ready, "ToolsListed" if ready else "Unreachable", message)]
-    }
+    if problem is None:
+        conditions = readiness(True, Progress.CURRENT, "ToolsListed", f"{len(tools or [])} tools")
+    else:
+        conditions = readiness(False, Progress.IN_PROGRESS, "Unreachable", problem)
+    status: dict[str, Any] = {"conditions": conditions}
     if tools is not None:
         status["toolCount"] = len(tools)
         status["tools"] = [{"name": name, "description": _summary(text)} for name, text in tools[:MAX_TOOLS]]
     return status
 
 
-def _without_times(status: dict[str, Any]) -> dict[str, Any]:
-    conditions = [{k: v for k, v in c.items() if k != "lastTransitionTime"} for c in status.get("conditions", [])]
-    return {**status, "conditions": conditions}
+def first_seen_status() -> dict[str, Any]:
+    """A server (or a generation of it) not probed yet."""
+    return {"conditions": readiness(None, Progress.IN_PROGRESS, "Probing", "the gateway is connecting to the server")}
+
+
+def refused_status(refusal: Refusal) -> dict[str, Any]:
+    conditions = readiness(False, Progress.STALLED, refusal.reason, refusal.message)
+    return {"conditions": conditions, "toolCount": None, "tools": None}
+
+
+def _comparable(status: dict[str, Any]) -> dict[str, Any]:
+    conditions = [{k: v for k, v in c.items() if k != "lastTransitionTime"} for c in status.get("conditions") or []]
+    return {key: status.get(key) for key in _FIELDS} | {"conditions": conditions}
 
 
 class ServerStatusReporter:
@@ -61,23 +78,35 @@ class ServerStatusReporter:
             return desired_status(None, exc.message)
         return desired_status([(t.name, t.description) for t in tools], None)
 
+    async def _write(self, key: str, desired: dict[str, Any]) -> bool:
+        """Patch the server's status to `desired` (its generation stamped) unless it already says so."""
+        current = self._servers.status(key)
+        generation = self._servers.generation(key)
+        status = {field: desired.get(field, current.get(field)) for field in _FIELDS}
+        status["observedGeneration"] = generation
+        status["conditions"] = merge_conditions(current.get("conditions") or [], desired["conditions"], generation)
+        if _comparable(status) == _comparable(current):
+            return False
+        namespace, name = key.split("/", 1)
+        try:
+            await asyncio.to_thread(self._directory.patch_mcp_server_status, namespace, name, status)
+        except ApiException as exc:  # deleted meanwhile, or no RBAC: said once per round, not fatal
+            log.warning("patching MCPServer status failed", extra={"server": key, "status": exc.status})
+            return False
+        self._servers.remember_status(key, {k: v for k, v in status.items() if v is not None})
+        return True
+
     async def report_once(self) -> int:
-        """Probe every server; patch the statuses that changed. Returns how many were patched."""
+        """Probe every served server, say why the others are not served; patch the statuses that changed. Returns
+        how many servers' statuses were patched."""
         patched = 0
         for key in list(self._servers.specs()):
-            status = await self._probe(key)
-            current = self._servers.status(key)
-            if _without_times(status) == _without_times(current):
-                continue
-            status["conditions"] = merge_conditions(current.get("conditions", []), status["conditions"])
-            namespace, name = key.split("/", 1)
-            try:
-                await asyncio.to_thread(self._directory.patch_mcp_server_status, namespace, name, status)
-            except ApiException as exc:  # deleted meanwhile, or no RBAC: said once per round, not fatal
-                log.warning("patching MCPServer status failed", extra={"server": key, "status": exc.status})
-                continue
-            self._servers.remember_status(key, status)
-            patched += 1
+            first = self._servers.status(key).get("observedGeneration") != self._servers.generation(key)
+            wrote_first = first and await self._write(key, first_seen_status())
+            wrote = await self._write(key, await self._probe(key))
+            patched += wrote_first or wrote
+        for key, refusal in list(self._servers.refused().items()):
+            patched += await self._write(key, refused_status(refusal))
         return patched
 
     async def report_forever(self, every_seconds: float) -> None:

@@ -9,36 +9,65 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from typing import Any
+from dataclasses import dataclass, field
+from typing import Any, Literal
 
 from kubernetes.client.exceptions import ApiException
 from pydantic import ValidationError
 
 from gateway.cluster.directory import KubeDirectory
 from mcpexec.api.mcpserver import MCPServer, MCPServerSpec
+from mcpexec.api.meta import validation_message
 
 log = logging.getLogger("mcpexec.gateway.servers")
 WATCH_SECONDS = 5
 
 
-def servers_from_resources(items: list[dict[str, Any]], stdio_namespaces: frozenset[str]) -> dict[str, MCPServer]:
-    """Valid MCPServer resources by `namespace/name`; invalid ones are logged and left out, and so are stdio
-    servers outside `stdio_namespaces`: whoever may create an MCPServer must not run commands in the gateway."""
-    servers = {}
+@dataclass(frozen=True)
+class Refusal:
+    """Why the gateway does not serve an MCPServer (said in its status: Stalled, Ready=False)."""
+
+    reason: Literal["InvalidSpec", "NotServed"]
+    message: str
+
+
+@dataclass
+class Listing:
+    served: dict[str, MCPServer] = field(default_factory=dict)
+    refused: dict[str, Refusal] = field(default_factory=dict)
+    generations: dict[str, int] = field(default_factory=dict)
+
+
+def classify(items: list[dict[str, Any]], stdio_namespaces: frozenset[str]) -> Listing:
+    """MCPServer resources by `namespace/name`: the valid ones served, the others refused with why: invalid ones, and
+    stdio servers outside `stdio_namespaces` (whoever may create an MCPServer must not run commands in the
+    gateway)."""
+    listing = Listing()
     for item in items:
+        meta = item.get("metadata") or {}
+        key = f"{meta.get('namespace')}/{meta.get('name')}"
+        listing.generations[key] = int(meta.get("generation") or 1)
         try:
             server = MCPServer.model_validate(item)
         except ValidationError as exc:
-            log.warning("ignoring invalid MCPServer", extra={"metadata": item.get("metadata"), "error": str(exc)})
+            log.warning("ignoring invalid MCPServer", extra={"metadata": meta, "error": str(exc)})
+            listing.refused[key] = Refusal("InvalidSpec", validation_message(exc))
             continue
         if server.spec.transport == "stdio" and server.metadata.namespace not in stdio_namespaces:
-            log.warning(
-                "ignoring stdio MCPServer outside MCPEXEC_STDIO_SERVER_NAMESPACES",
-                extra={"metadata": item.get("metadata")},
+            log.warning("ignoring stdio MCPServer outside MCPEXEC_STDIO_SERVER_NAMESPACES", extra={"metadata": meta})
+            message = (
+                f"the gateway runs stdio MCP servers only from the namespaces its administrator trusts "
+                f"(gateway.stdioServerNamespaces), and {server.metadata.namespace} is not one of them"
             )
+            listing.refused[key] = Refusal("NotServed", message)
             continue
-        servers[f"{server.metadata.namespace}/{server.metadata.name}"] = server
-    return servers
+        listing.served[key] = server
+    return listing
+
+
+def servers_from_resources(items: list[dict[str, Any]], stdio_namespaces: frozenset[str]) -> dict[str, MCPServer]:
+    """The MCPServer resources the gateway serves, by `namespace/name` (classify: the refused ones left out)."""
+    return classify(items, stdio_namespaces).served
 
 
 class ClusterServers:
@@ -52,6 +81,8 @@ class ClusterServers:
         self._headers: dict[str, dict[str, str]] = {}
         self._resource_version = ""
         self._statuses: dict[str, dict[str, Any]] = {}
+        self._refused: dict[str, Refusal] = {}
+        self._generations: dict[str, int] = {}
 
     def specs(self) -> dict[str, MCPServerSpec]:
         return self._specs
@@ -66,12 +97,20 @@ class ClusterServers:
     def remember_status(self, key: str, status: dict[str, Any]) -> None:
         self._statuses[key] = status
 
-    def _load(self) -> tuple[dict[str, MCPServerSpec], dict[str, dict[str, str]], dict[str, dict[str, Any]], str]:
+    def refused(self) -> dict[str, Refusal]:
+        """The MCPServers the gateway does not serve, and why."""
+        return self._refused
+
+    def generation(self, key: str) -> int:
+        """The server's metadata.generation as last listed (what its status describes)."""
+        return self._generations.get(key, 1)
+
+    def _load(self) -> tuple[Listing, dict[str, dict[str, str]], dict[str, dict[str, Any]], str]:
         items, resource_version = self._directory.mcp_servers()
         statuses = {f"{i['metadata']['namespace']}/{i['metadata']['name']}": i.get("status") or {} for i in items}
-        servers = servers_from_resources(items, self._stdio_namespaces)
+        listing = classify(items, self._stdio_namespaces)
         headers: dict[str, dict[str, str]] = {}
-        for key, server in servers.items():
+        for key, server in listing.served.items():
             resolved = {}
             for header in server.spec.headers_from_secrets:
                 ref = header.secret_key_ref
@@ -80,10 +119,12 @@ class ClusterServers:
                 except (ApiException, KeyError):
                     log.warning("header secret missing", extra={"server": key, "secret": ref.name, "key": ref.key})
             headers[key] = resolved
-        return {k: s.spec for k, s in servers.items()}, headers, statuses, resource_version
+        return listing, headers, statuses, resource_version
 
     async def refresh(self) -> None:
-        self._specs, self._headers, self._statuses, self._resource_version = await asyncio.to_thread(self._load)
+        listing, self._headers, self._statuses, self._resource_version = await asyncio.to_thread(self._load)
+        self._specs = {key: server.spec for key, server in listing.served.items()}
+        self._refused, self._generations = listing.refused, listing.generations
 
     async def refresh_forever(self) -> None:
         listed = time.monotonic()

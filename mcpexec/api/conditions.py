@@ -1,28 +1,98 @@
-"""Status conditions as the API conventions shape them: one per type, lastTransitionTime kept until it changes."""
+"""Status conditions as the API conventions (metav1.Condition) and kstatus shape them, for every kind.
+
+One place decides what a resource's state means to the tools that read it:
+- `Reconciling=True` while the controller still works towards the desired state (kstatus: InProgress);
+- `Stalled=True` when it cannot get there without someone acting (kstatus: Failed);
+- neither: the resource is what it should be (kstatus: Current).
+A run-to-completion resource (AgentTask) adds `Succeeded` (Unknown while it runs, then True or False, so
+`kubectl wait --for=condition=Succeeded` and `=false` both return); a long-lived one (MCPServer, SandboxPool,
+AgentSession) adds `Ready`. Every condition carries the generation it was computed for (`observedGeneration`), and
+keeps its lastTransitionTime until its status changes.
+"""
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, datetime
-from typing import Any
+from enum import StrEnum
+from typing import Any, Literal
+
+ConditionStatus = Literal["True", "False", "Unknown"]
+Condition = dict[str, Any]
+
+RECONCILING = "Reconciling"
+STALLED = "Stalled"
+SUCCEEDED = "Succeeded"
+READY = "Ready"
+
+# metav1.Condition's own bounds (the CRDs' schema has them too).
+MESSAGE_LIMIT = 32768
+REASON_LIMIT = 1024
+REASON_PATTERN = re.compile(r"^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$")
+
+
+class Progress(StrEnum):
+    """Where a resource stands, in kstatus terms."""
+
+    IN_PROGRESS = "InProgress"  # Reconciling=True
+    CURRENT = "Current"  # Reconciling=False, Stalled=False
+    STALLED = "Stalled"  # Stalled=True
 
 
 def now() -> str:
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def condition(type_: str, status: bool, reason: str, message: str = "") -> dict[str, str]:
-    return {"type": type_, "status": "True" if status else "False", "reason": reason, "message": message}
+def _status(value: bool | None) -> ConditionStatus:
+    return "Unknown" if value is None else "True" if value else "False"
 
 
-def merge_conditions(current: list[dict[str, Any]], updates: list[dict[str, str]]) -> list[dict[str, Any]]:
-    """Replace conditions by type; keep lastTransitionTime when the status did not change."""
+def condition(type_: str, status: bool | None, reason: str, message: str = "") -> Condition:
+    """One condition (status None: Unknown), its reason and message within metav1.Condition's bounds."""
+    if not REASON_PATTERN.match(reason) or len(reason) > REASON_LIMIT:
+        raise ValueError(f"condition reason {reason!r} is not a metav1.Condition reason")
+    return {"type": type_, "status": _status(status), "reason": reason, "message": message[:MESSAGE_LIMIT]}
+
+
+def progress(state: Progress, reason: str, message: str = "") -> list[Condition]:
+    """Reconciling and Stalled for a state: exactly one of them True, or neither (Current)."""
+    return [
+        condition(RECONCILING, state is Progress.IN_PROGRESS, reason, message),
+        condition(STALLED, state is Progress.STALLED, reason, message),
+    ]
+
+
+def outcome(succeeded: bool | None, reason: str, message: str = "") -> list[Condition]:
+    """A run-to-completion resource's conditions: Succeeded (None while it runs) with Reconciling and Stalled."""
+    state = Progress.IN_PROGRESS if succeeded is None else Progress.CURRENT if succeeded else Progress.STALLED
+    return [condition(SUCCEEDED, succeeded, reason, message), *progress(state, reason, message)]
+
+
+def readiness(ready: bool | None, state: Progress, reason: str, message: str = "") -> list[Condition]:
+    """A long-lived resource's conditions: Ready (None: not known yet) with Reconciling and Stalled."""
+    return [condition(READY, ready, reason, message), *progress(state, reason, message)]
+
+
+def merge_conditions(current: list[Condition], updates: list[Condition], generation: int) -> list[Condition]:
+    """Replace conditions by type, each stamped with the generation it describes; lastTransitionTime is kept while
+    a condition's status stays the same."""
     merged = {c["type"]: dict(c) for c in current}
     stamp = now()
     for update in updates:
         old = merged.get(update["type"])
-        changed = old is None or old.get("status") != update["status"]
+        kept = old.get("lastTransitionTime") if old is not None and old.get("status") == update["status"] else None
         merged[update["type"]] = {
             **update,
-            "lastTransitionTime": stamp if changed or old is None else old.get("lastTransitionTime", stamp),
+            "lastTransitionTime": kept or stamp,
+            "observedGeneration": generation,
         }
     return list(merged.values())
+
+
+def find(conditions: list[Condition], type_: str) -> Condition | None:
+    return next((c for c in conditions if c.get("type") == type_), None)
+
+
+def generation(document: dict[str, Any]) -> int:
+    """The generation a status written now describes."""
+    return int(document["metadata"].get("generation") or 1)

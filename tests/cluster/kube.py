@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import subprocess
 import time
 import uuid
 from collections.abc import Callable
@@ -13,9 +14,17 @@ from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
 from mcpexec.api.meta import AGENTTASK_PLURAL, GROUP, VERSION
-from tests.support.components import REPO
+from tests.support.components import CACHE_ROOT, REPO
+from tests.support.control_plane import ControlPlane
 
 T = TypeVar("T")
+# kubectl v1.34 (installed by tests/setup/install.sh next to helm).
+KUBECTL = CACHE_ROOT / "k8s-tools-2.2.2" / "kubectl"
+
+
+def kubectl(cluster: ControlPlane, *args: str) -> subprocess.CompletedProcess[str]:
+    """The real kubectl against the test control plane."""
+    return subprocess.run([str(KUBECTL), *args], env=cluster.env(), capture_output=True, text=True, check=False)
 
 
 def wait_for(probe: Callable[[], T | None], timeout: float = 60, what: str = "condition") -> T:
@@ -103,6 +112,22 @@ def job_pod(namespace: str, job_name: str) -> client.V1Pod:
         return pods[0] if pods else None
 
     return wait_for(probe, 60, f"pod of job {job_name}")
+
+
+def job_pod_of(namespace: str, job_name: str, task_uid: str) -> client.V1Pod:
+    """The pod of the Job of that name that the task `task_uid` owns (an earlier task's may still be collected)."""
+
+    def probe() -> client.V1Pod | None:
+        jobs = {
+            j.metadata.uid
+            for j in client.BatchV1Api().list_namespaced_job(namespace).items
+            if j.metadata.name == job_name and task_uid in {r.uid for r in j.metadata.owner_references or []}
+        }
+        pods = client.CoreV1Api().list_namespaced_pod(namespace, label_selector=f"job-name={job_name}").items
+        mine = [p for p in pods if {r.uid for r in p.metadata.owner_references or []} & jobs]
+        return mine[0] if mine else None
+
+    return wait_for(probe, 60, f"pod of {task_uid}'s job {job_name}")
 
 
 def _now() -> str:

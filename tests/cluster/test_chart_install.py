@@ -1,7 +1,8 @@
 """`helm install`, `helm upgrade` and `helm uninstall` of the chart against a real kube-apiserver.
 
 The API server admits every object as rendered (schemas, CRDs), with no Pod Security warning in a
-namespace that enforces the `restricted` profile; the generated Redis password survives an upgrade;
+namespace that enforces the `restricted` profile; no credential is rendered at random (the operator generates the
+unnamed ones: test_chart_rbac.py), and an explicit Redis password given on upgrade restarts Redis and the gateways;
 an upgrade to an autoscaled gateway is admitted; uninstalling removes the release and leaves the CRDs (and
 so every AgentTask) in place. No kubelet: pods are not started here (that is the e2e tier).
 """
@@ -39,8 +40,15 @@ def _helm(kubeconfig: Path, *args: str) -> str:
 
 
 def _redis_password() -> bytes:
-    secret = client.CoreV1Api().read_namespaced_secret("mcpexec-redis", NAMESPACE)
+    secret = client.CoreV1Api().read_namespaced_secret("mcpexec-redis-auth", NAMESPACE)
     return base64.b64decode(secret.data["password"])
+
+
+def _checksums(apps: client.AppsV1Api) -> set[str]:
+    return {
+        apps.read_namespaced_deployment(name, NAMESPACE).spec.template.metadata.annotations["checksum/redis-auth"]
+        for name in ("mcpexec-redis", "mcpexec-gateway")
+    }
 
 
 def test_install_upgrade_uninstall(kubeconfig: Path) -> None:
@@ -59,12 +67,16 @@ def test_install_upgrade_uninstall(kubeconfig: Path) -> None:
     assert client.NodeV1Api().read_runtime_class("gvisor").handler == "runsc"
     crds = client.ApiextensionsV1Api().list_custom_resource_definition().items
     assert {c.metadata.name for c in crds} >= {"agenttasks.mcpexec.dev", "mcpservers.mcpexec.dev"}
-    password = _redis_password()
-    assert len(password) == 32
+    assert not [s for s in core.list_namespaced_secret(NAMESPACE).items if "redis" in s.metadata.name]
+    (generated,) = _checksums(apps)
 
     _helm(kubeconfig, "upgrade", "mcpexec", str(CHART), "--reuse-values", "--set", "gateway.replicas=3")
     assert apps.read_namespaced_deployment("mcpexec-gateway", NAMESPACE).spec.replicas == 3
-    assert _redis_password() == password, "the vault's password changed on upgrade"
+    assert _checksums(apps) == {generated}, "an upgrade that changes no credential restarts nothing for it"
+    _helm(kubeconfig, "upgrade", "mcpexec", str(CHART), "--reuse-values", "--set", "redis.auth.value=vault-password")
+    assert _redis_password() == b"vault-password"
+    (explicit,) = _checksums(apps)
+    assert explicit != generated, "Redis and the gateways restart together on a new password"
     service = core.read_namespaced_service("mcpexec-gateway", NAMESPACE)
     assert service.spec.session_affinity == "ClientIP"
 

@@ -4,6 +4,7 @@ ClusterRoles the chart renders, do their work against the real API server (and n
 from __future__ import annotations
 
 import asyncio
+import base64
 import logging
 import re
 import subprocess
@@ -47,6 +48,8 @@ def _apply_chart_rbac() -> None:
         "ServiceAccount": lambda d: core.create_namespaced_service_account(RELEASE_NAMESPACE, d),
         "ClusterRole": rbac.create_cluster_role,
         "ClusterRoleBinding": rbac.create_cluster_role_binding,
+        "Role": lambda d: rbac.create_namespaced_role(RELEASE_NAMESPACE, d),
+        "RoleBinding": lambda d: rbac.create_namespaced_role_binding(RELEASE_NAMESPACE, d),
     }
     for doc in render():
         if doc["kind"] in create:
@@ -55,6 +58,11 @@ def _apply_chart_rbac() -> None:
             except ApiException as exc:
                 if exc.status != 409:
                     raise
+
+
+def _operator_container() -> dict[str, Any]:
+    (operator,) = [d for d in render() if d["kind"] == "Deployment" and d["metadata"]["name"] == "rel-mcpexec-operator"]
+    return dict(operator["spec"]["template"]["spec"]["containers"][0])
 
 
 def _kubeconfig_for(cluster: ControlPlane, service_account: str, path: Path) -> Path:
@@ -84,12 +92,25 @@ def _forbidden(log: str) -> list[str]:
 def test_operator_works_with_the_charts_rbac_only(cluster: ControlPlane, namespace: str, tmp_path: Path) -> None:
     _apply_chart_rbac()
     kubeconfig = _kubeconfig_for(cluster, "rel-mcpexec-operator", tmp_path / "operator.kubeconfig")
+    operator_env = {e["name"]: e.get("value") for e in _operator_container()["env"]}
     env = {
         **cluster.env(),
         "KUBECONFIG": str(kubeconfig),
         "MCPEXEC_LIVENESS_ENDPOINT": f"http://127.0.0.1:{free_port()}/healthz",
         "MCPEXEC_METRICS_PORT": "0",
+        "MCPEXEC_GATEWAY_NAMESPACE": RELEASE_NAMESPACE,
+        "MCPEXEC_GENERATED_SECRETS": operator_env["MCPEXEC_GENERATED_SECRETS"],
     }
+    # The seal key exists already (an earlier start made it): it is kept as it is; the Redis password is made.
+    core = client.CoreV1Api()
+    for leftover in ("rel-mcpexec-redis", "rel-mcpexec-gateway-skills-seal"):
+        try:
+            core.delete_namespaced_secret(leftover, RELEASE_NAMESPACE)
+        except ApiException as exc:
+            if exc.status != 404:
+                raise
+    seal = {"metadata": {"name": "rel-mcpexec-gateway-skills-seal"}, "stringData": {"key": "k" * 48}}
+    core.create_namespaced_secret(RELEASE_NAMESPACE, seal)
     log = tmp_path / "operator.log"
     with log.open("wb") as out:
         proc = subprocess.Popen([sys.executable, "-m", "controller"], cwd=REPO, env=env, stdout=out, stderr=out)
@@ -109,6 +130,9 @@ def test_operator_works_with_the_charts_rbac_only(cluster: ControlPlane, namespa
     assert status["phase"] in ("Pending", "Running")
     text = log.read_text()
     assert not _forbidden(text), text[-3000:]
+    secrets = {s.metadata.name: s.data for s in core.list_namespaced_secret(RELEASE_NAMESPACE).items}
+    assert base64.b64decode(secrets["rel-mcpexec-gateway-skills-seal"]["key"]) == b"k" * 48
+    assert len(base64.b64decode(secrets["rel-mcpexec-redis"]["password"])) == 32
 
 
 def test_gateway_resolves_tokens_with_the_charts_rbac_only(

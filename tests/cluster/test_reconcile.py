@@ -165,6 +165,7 @@ def test_status_follows_job_to_success(operator: kopf.testing.KopfRunner, namesp
         "reason": "Succeeded",
         "message": "the task's code finished successfully",
         "lastTransitionTime": None,
+        "observedGeneration": 1,
     }
 
 

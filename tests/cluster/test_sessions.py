@@ -70,9 +70,13 @@ def session_status(namespace: str, name: str) -> dict[str, Any]:
 
 
 def wait_session(namespace: str, name: str, phase: str, timeout: float = 60) -> dict[str, Any]:
-    return wait_for(
-        lambda: (s := session_status(namespace, name)).get("phase") == phase and s, timeout, f"{name} {phase}"
-    )
+    """The session in `phase` as the operator wrote it (a new one reads Pending already: the CRD's status default)."""
+
+    def probe() -> dict[str, Any] | None:
+        status = session_status(namespace, name)
+        return status if status.get("phase") == phase and status.get("observedGeneration") else None
+
+    return wait_for(probe, timeout, f"{name} {phase}")
 
 
 def pod_gone(namespace: str, name: str) -> bool:

@@ -2,7 +2,8 @@
 # Installs everything the tests and the demo need on a fresh machine; idempotent, quiet when done.
 # `install.sh local` skips the control plane (what `mcpexec run` needs is enough for the demo).
 #   Debian: runsc (gVisor), redis-server, git, buildah and debootstrap (images without Docker), wrk (benchmarks)   PyPI: the project (+dev) in .venv, the reference
-#   Python MCP servers in their own venv   npm: the reference MCP servers   Go: the control plane.
+#   Python MCP servers in their own venv   npm: the reference MCP servers   Go: the control plane, the GitOps check
+#   tools (tests/support/build-gitops-tools.sh).
 #   Rust (cargo, rustc: needed, not installed): the PII scanner's extension, native/pii-scan (its wheel cached).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -70,4 +71,6 @@ fi
 if [ "${1:-all}" = "all" ]; then
   log "control plane binaries (built once, cached)"
   bash tests/cluster/build-control-plane.sh >/dev/null
+  log "GitOps check tools: kstatus, Flux CEL, Argo CD Lua, kubeconform (built once, cached)"
+  bash tests/support/build-gitops-tools.sh >/dev/null
 fi

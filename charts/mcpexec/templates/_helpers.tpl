@@ -69,7 +69,7 @@ seccompProfile:
 {{- end -}}
 - name: REDIS_PASSWORD
   valueFrom:
-    secretKeyRef: {name: {{ include "mcpexec.fullname" . }}-redis, key: password}
+    secretKeyRef: {{ include "mcpexec.secretRef" (dict "root" . "of" .Values.redis.auth "values" "redis.auth" "generated" "redis" "key" "password") }}
 - {name: REDIS_URL, value: {{ printf "redis://:$(REDIS_PASSWORD)@%s-redis:6379/0" (include "mcpexec.fullname" .) | quote }}}
 {{- else if and $external.url $external.secretName -}}
 {{- fail "set only one of redis.external.url and redis.external.secretName" -}}
@@ -82,4 +82,43 @@ seccompProfile:
 {{- else -}}
 {{- fail "redis.enabled is false: set redis.external.secretName (a Secret holding the URL) or redis.external.url" -}}
 {{- end -}}
+{{- end -}}
+
+{{/*
+A Secret the chart's pods read a credential from, as a secretKeyRef: (dict "root" $ "of" <auth values> "values"
+<their path, for messages> "generated" <suffix> "key" <key>). With `existingSecret`, that one (its key `existingSecretKey`); with an explicit `value`, the
+chart's own Secret <fullname>-<suffix>-auth; otherwise <fullname>-<suffix>, which the operator generates once at start
+(MCPEXEC_GENERATED_SECRETS) and never changes. Nothing here is random: `helm template` renders the same every time
+(what Argo CD compares), and no sync rotates a credential.
+*/}}
+{{- define "mcpexec.secretRef" -}}
+{{- $name := printf "%s-%s" (include "mcpexec.fullname" .root) .generated -}}
+{{- if and .of.existingSecret .of.value -}}
+{{- fail (printf "set only one of %s.existingSecret and %s.value" .values .values) -}}
+{{- else if .of.existingSecret -}}
+{name: {{ .of.existingSecret }}, key: {{ .of.existingSecretKey | default .key }}}
+{{- else if .of.value -}}
+{name: {{ $name }}-auth, key: {{ .key }}}
+{{- else -}}
+{name: {{ $name }}, key: {{ .key }}}
+{{- end -}}
+{{- end -}}
+
+{{/* What a credential's pods must restart on: where it comes from and, if explicit, its value (hashed). */}}
+{{- define "mcpexec.secretChecksum" -}}
+{{- dict "existingSecret" .existingSecret "existingSecretKey" .existingSecretKey "value" .value | toJson | sha256sum -}}
+{{- end -}}
+
+{{/* The Secrets the operator generates (JSON for MCPEXEC_GENERATED_SECRETS): those with no existingSecret or value. */}}
+{{- define "mcpexec.generatedSecrets" -}}
+{{- $out := list -}}
+{{- $auth := .Values.redis.auth -}}
+{{- if and .Values.redis.enabled (not $auth.existingSecret) (not $auth.value) -}}
+{{- $out = append $out (dict "name" (printf "%s-redis" (include "mcpexec.fullname" .)) "key" "password") -}}
+{{- end -}}
+{{- $seal := .Values.gateway.skillsSealKey -}}
+{{- if and (not $seal.existingSecret) (not $seal.value) -}}
+{{- $out = append $out (dict "name" (printf "%s-gateway-skills-seal" (include "mcpexec.fullname" .)) "key" "key" "bytes" 36) -}}
+{{- end -}}
+{{- toJson $out -}}
 {{- end -}}

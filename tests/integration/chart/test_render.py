@@ -215,7 +215,7 @@ def test_gateway_reads_secrets_only_in_the_namespaces_named() -> None:
         return {
             (d["kind"], d["metadata"].get("namespace")): rule["verbs"]
             for d in docs
-            if d["kind"] in ("ClusterRole", "Role")
+            if d["kind"] in ("ClusterRole", "Role") and d["metadata"]["name"].startswith("rel-mcpexec-gateway")
             for rule in d["rules"]
             if "secrets" in rule["resources"]
         }
@@ -223,7 +223,9 @@ def test_gateway_reads_secrets_only_in_the_namespaces_named() -> None:
     assert secret_grants(render()) == {}
     named = render(*VALUE_SETS["llm and trusted namespaces"])
     assert secret_grants(named) == {("Role", "platform"): ["get"], ("Role", "team-a"): ["get"]}
-    bindings = [d for d in named if d["kind"] == "RoleBinding"]
+    bindings = [
+        d for d in named if d["kind"] == "RoleBinding" and d["metadata"]["name"].startswith("rel-mcpexec-gateway")
+    ]
     assert {(b["metadata"]["namespace"], *b["subjects"][0].values()) for b in bindings} == {
         ("platform", "ServiceAccount", "rel-mcpexec-gateway", "mcpexec-system"),
         ("team-a", "ServiceAccount", "rel-mcpexec-gateway", "mcpexec-system"),

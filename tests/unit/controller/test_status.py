@@ -6,6 +6,7 @@ import json
 from typing import Any
 
 from controller.status import duration, merge, observe
+from mcpexec.api.conditions import find
 
 
 def _job(*conditions: dict[str, str], **status: Any) -> dict[str, Any]:
@@ -26,7 +27,7 @@ def test_running_pod_means_running() -> None:
 
 def test_phase_never_moves_backwards() -> None:
     current = {"phase": "Running", "conditions": []}
-    assert merge(current, observe(_job(), []))["phase"] == "Running"
+    assert merge(current, observe(_job(), []), 1)["phase"] == "Running"
 
 
 def test_finished_status_is_final() -> None:
@@ -40,10 +41,11 @@ def test_finished_status_is_final() -> None:
             ),
             [],
         ),
+        1,
     )
     assert done["phase"] == "Succeeded" and done["duration"] == "5s"
     late = observe(_job({"type": "Failed", "status": "True", "reason": "BackoffLimitExceeded"}), [])
-    assert merge(done, late) == done
+    assert merge(done, late, 1) == done
 
 
 def test_json_termination_message_gives_result_usage_and_error() -> None:
@@ -101,3 +103,49 @@ def test_a_termination_message_nested_past_the_parsers_depth_is_kept_as_text() -
     terminated = {"exitCode": 0, "message": nested}
     complete = {"type": "Complete", "status": "True"}
     assert observe(_job(complete), [_pod("Succeeded", terminated)])["result"] == nested[:4096]
+
+
+def _kstatus(status: dict[str, Any]) -> dict[str, tuple[str, str]]:
+    return {
+        t: (c["status"], c["reason"])
+        for t in ("Succeeded", "Reconciling", "Stalled")
+        if (c := find(status["conditions"], t))
+    }
+
+
+def test_an_active_task_is_reconciling_with_its_phase_or_what_it_waits_for() -> None:
+    accepted = {"phase": "Pending", "conditions": [{"type": "Accepted", "status": "True", "reason": "JobCreated",
+                                                    "message": "sandboxed Job created"}]}  # fmt: skip
+    pending = merge({}, accepted, 1)
+    assert _kstatus(pending) == {
+        "Succeeded": ("Unknown", "Pending"), "Reconciling": ("True", "Pending"), "Stalled": ("False", "Pending"),
+    }  # fmt: skip
+    running = merge(pending, observe(_job(), [_pod("Running")]), 1)
+    assert _kstatus(running)["Reconciling"] == ("True", "Running")
+    waiting = {"phase": "Pending", "conditions": [{"type": "Accepted", "status": "False", "reason": "PoolEmpty",
+                                                   "message": "no idle sandbox"}]}  # fmt: skip
+    assert _kstatus(merge({}, waiting, 1))["Reconciling"] == ("True", "PoolEmpty")
+
+
+def test_a_finished_task_is_current_or_stalled_and_every_condition_has_its_generation() -> None:
+    complete = {"type": "Complete", "status": "True"}
+    succeeded = merge({}, observe(_job(complete), [_pod("Succeeded", {"exitCode": 0})]), 3)
+    assert _kstatus(succeeded) == {
+        "Succeeded": ("True", "Succeeded"), "Reconciling": ("False", "Succeeded"), "Stalled": ("False", "Succeeded"),
+    }  # fmt: skip
+    assert succeeded["observedGeneration"] == 3
+    assert {c["observedGeneration"] for c in succeeded["conditions"]} == {3}
+    assert all(c["lastTransitionTime"] for c in succeeded["conditions"])
+    deadline = {"type": "Failed", "status": "True", "reason": "DeadlineExceeded", "message": "late"}
+    timed_out = merge({}, observe(_job(deadline), []), 1)
+    assert _kstatus(timed_out) == {
+        "Succeeded": ("False", "DeadlineExceeded"), "Reconciling": ("False", "DeadlineExceeded"),
+        "Stalled": ("True", "DeadlineExceeded"),
+    }  # fmt: skip
+    assert find(timed_out["conditions"], "Stalled")["message"] == "late"  # type: ignore[index]
+
+
+def test_an_unchanged_observation_changes_nothing() -> None:
+    """The operator writes a status only when it differs: a second merge of the same observation is a no-op."""
+    first = merge({}, observe(_job(), [_pod("Running")]), 1)
+    assert merge(first, observe(_job(), [_pod("Running")]), 1) == first

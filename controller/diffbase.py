@@ -1,0 +1,50 @@
+"""kopf's diff base (the last handled state, kept in an annotation) without copies of large values.
+
+kopf stores the "essence" of an object it handled (spec, labels, user annotations) in an annotation and diffs the next
+event's essence against it. Stored whole, a task's 140 KB `spec.code` applied client-side (whose own
+last-applied-configuration annotation copies it as well) exceeds the API server's 256 KiB limit on all annotations
+together, and every later patch of the task fails. Here each value whose JSON is longer than VALUE_LIMIT characters is
+replaced by its SHA-256, in the stored and the new essence alike: a change still changes the digest, so kopf still
+sees every change (a SandboxPool's spec update), but a handler's `diff`/`old`/`new` hold digests for such values
+(none of ours reads them).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterable
+from typing import Any, cast
+
+import kopf
+
+# A value (string, list, object) longer than this, as JSON, is stored as its digest.
+VALUE_LIMIT = 256
+# An object whose digested fields still add up to more than this (e.g. hundreds of small labels) is digested whole.
+OBJECT_LIMIT = 4096
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def digested(value: Any, keep: int = 0) -> Any:
+    """`value` with every part longer than the limits replaced by `sha256:<hex>` of its JSON; objects less than
+    `keep` levels deep stay objects (kopf reads the essence's top level, metadata and its annotations as objects)."""
+    encoded = _json(value)
+    if len(encoded) <= VALUE_LIMIT and not (keep and isinstance(value, dict)):
+        return value
+    if isinstance(value, dict):
+        compact = {key: digested(item, keep - 1) for key, item in value.items()}
+        if keep > 0 or len(_json(compact)) <= OBJECT_LIMIT:
+            return compact
+    return "sha256:" + hashlib.sha256(encoded.encode()).hexdigest()
+
+
+class DigestedDiffBaseStorage(kopf.AnnotationsDiffBaseStorage):
+    """kopf's annotation diff base, its large values digested (kopf compares what build() returns with what
+    fetch() reads back, so both sides are digested the same way)."""
+
+    def build(self, *, body: kopf.Body, extra_fields: Iterable[Any] | None = None) -> kopf.BodyEssence:
+        essence = super().build(body=body, extra_fields=extra_fields)
+        return cast(kopf.BodyEssence, digested(dict(essence), keep=3))

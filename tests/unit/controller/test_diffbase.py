@@ -1,0 +1,43 @@
+"""kopf's diff base keeps no copy of large values, and still sees every change."""
+
+from __future__ import annotations
+
+import json
+
+import kopf
+
+from controller.diffbase import OBJECT_LIMIT, DigestedDiffBaseStorage, digested
+
+
+def _essence(code: str) -> dict[str, object]:
+    storage = DigestedDiffBaseStorage(prefix="mcpexec.dev")
+    annotations = {"kubectl.kubernetes.io/last-applied-configuration": code}
+    spec = {"code": code, "timeoutSeconds": 600, "tools": {"allow": [f"crm/t{i}" for i in range(200)]}}
+    metadata = {"name": "t", "namespace": "n", "labels": {"team": "a"}, "annotations": annotations}
+    body = kopf.Body(
+        {"apiVersion": "mcpexec.dev/v1alpha1", "kind": "AgentTask", "metadata": metadata, "spec": spec, "status": {}}
+    )
+    return dict(storage.build(body=body))
+
+
+def test_a_large_spec_is_stored_as_digests_small_fields_as_they_are() -> None:
+    essence = _essence("x" * 140_000)
+    assert len(json.dumps(essence)) < 1000
+    spec = essence["spec"]
+    assert isinstance(spec, dict) and spec["timeoutSeconds"] == 600
+    assert str(spec["code"]).startswith("sha256:") and str(spec["tools"]["allow"]).startswith("sha256:")
+    assert essence["metadata"] == {"labels": {"team": "a"}}, "kubectl's own copy is never kept"
+
+
+def test_a_change_of_a_large_value_changes_the_essence() -> None:
+    assert _essence("x" * 140_000) != _essence("x" * 139_999 + "y")
+    assert _essence("x" * 140_000) == _essence("x" * 140_000)
+
+
+def test_the_top_levels_stay_objects_and_wide_objects_below_are_digested_whole() -> None:
+    wide = {"spec": {"env": {f"K{i}": "v" * 40 for i in range(500)}}}
+    compact = digested(wide, keep=3)
+    assert isinstance(compact["spec"], dict) and isinstance(compact["spec"]["env"], dict)
+    deeper = digested({"spec": {"a": {"env": {f"K{i}": "v" * 40 for i in range(500)}}}}, keep=2)
+    assert str(deeper["spec"]["a"]["env"]).startswith("sha256:")
+    assert len(json.dumps(deeper)) < OBJECT_LIMIT
