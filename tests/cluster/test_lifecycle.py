@@ -38,28 +38,29 @@ def _gone(read: Any) -> bool:
     return False
 
 
-def test_deleting_a_task_removes_its_children_but_keeps_skills(
-    operator: kopf.testing.KopfRunner, namespace: str, api: dict[str, Any]
-) -> None:
-    create_task(namespace, agenttask("cleanup", skills={"owner": "alice"}))
-    wait_for(lambda: task_status(namespace, "cleanup").get("jobName"), what="job created")
-    job_pod(namespace, "mcpexec-cleanup")
+def _wait_children_gone(api: dict[str, Any], namespace: str, name: str, how: str) -> None:
+    """A task's Job, ServiceAccount, ConfigMap and NetworkPolicy (all named `name`) are gone, and its pod."""
     core, batch, net = api["core"], api["batch"], api["net"]
-    api["custom"].delete_namespaced_custom_object(GROUP, VERSION, namespace, AGENTTASK_PLURAL, "cleanup")
-    name = "mcpexec-cleanup"
     for what, read in {
         "job": lambda: batch.read_namespaced_job(name, namespace),
         "service account": lambda: core.read_namespaced_service_account(name, namespace),
         "config map": lambda: core.read_namespaced_config_map(name, namespace),
         "network policy": lambda: net.read_namespaced_network_policy(name, namespace),
     }.items():
-        wait_for(lambda read=read: _gone(read), 60, f"{what} garbage-collected")
-    wait_for(
-        lambda: not core.list_namespaced_pod(namespace, label_selector=f"job-name={name}").items,
-        60,
-        "pods garbage-collected",
-    )
-    assert core.read_namespaced_persistent_volume_claim("skills-alice", namespace).metadata.name == "skills-alice"
+        wait_for(lambda read=read: _gone(read), 60, f"{what} {how}")
+    wait_for(lambda: not core.list_namespaced_pod(namespace, label_selector=f"job-name={name}").items, 60, "pod")
+
+
+def test_deleting_a_task_removes_its_children_but_keeps_skills(
+    operator: kopf.testing.KopfRunner, namespace: str, api: dict[str, Any]
+) -> None:
+    create_task(namespace, agenttask("cleanup", skills={"owner": "alice"}))
+    wait_for(lambda: task_status(namespace, "cleanup").get("jobName"), what="job created")
+    job_pod(namespace, "mcpexec-cleanup")
+    api["custom"].delete_namespaced_custom_object(GROUP, VERSION, namespace, AGENTTASK_PLURAL, "cleanup")
+    _wait_children_gone(api, namespace, "mcpexec-cleanup", "garbage-collected")
+    skills = api["core"].read_namespaced_persistent_volume_claim("skills-alice", namespace)
+    assert skills.metadata.name == "skills-alice"
 
 
 def test_ttl_after_finished_deletes_the_children_and_keeps_the_task(
@@ -72,15 +73,7 @@ def test_ttl_after_finished_deletes_the_children_and_keeps_the_task(
     play_kubelet(job_pod(namespace, "mcpexec-shortlived"), "Succeeded", exit_code=0, message="done")
     status = wait_for(lambda: (s := task_status(namespace, "shortlived")).get("childrenDeletedAt") and s, 60, "TTL")
     assert (status["phase"], status["result"]) == ("Succeeded", "done")
-    core, batch, net, name = api["core"], api["batch"], api["net"], "mcpexec-shortlived"
-    for what, read in {
-        "job": lambda: batch.read_namespaced_job(name, namespace),
-        "service account": lambda: core.read_namespaced_service_account(name, namespace),
-        "config map": lambda: core.read_namespaced_config_map(name, namespace),
-        "network policy": lambda: net.read_namespaced_network_policy(name, namespace),
-    }.items():
-        wait_for(lambda read=read: _gone(read), 60, f"{what} deleted")
-    wait_for(lambda: not core.list_namespaced_pod(namespace, label_selector=f"job-name={name}").items, 60, "pod")
+    _wait_children_gone(api, namespace, "mcpexec-shortlived", "deleted")
     assert read_task(namespace, "shortlived")["status"] == status
 
 

@@ -43,9 +43,6 @@ def replicas(request: pytest.FixtureRequest) -> Replicas:
                 ExecutionBroker(RedisExecutionStore(url), 1 << 20),
                 ExecutionBroker(RedisExecutionStore(url), 1 << 20),
             )
-        for broker in brokers:
-            broker.open(VICTIM)
-            broker.open(ATTACKER)
         try:
             yield brokers
         finally:
@@ -55,17 +52,18 @@ def replicas(request: pytest.FixtureRequest) -> Replicas:
     return make
 
 
-def _scope(name: str) -> str:
-    """A scope of its own per test (Redis outlives a test; a session's scope carries its uid)."""
-    return f"{name}-{asyncio.get_running_loop().time()}"
+def _opened(name: str, *brokers: ExecutionBroker) -> str:
+    """A scope of its own per test (Redis outlives a test; a session's scope carries its uid), open in `brokers`."""
+    scope = f"{name}-{asyncio.get_running_loop().time()}"
+    for broker in brokers:
+        broker.open(scope)
+    return scope
 
 
 def test_an_execution_runs_on_the_runtime_polling_another_replica(replicas: Replicas) -> None:
     async def scenario() -> tuple[str, ExecutionOutcome]:
         async with replicas() as (runtime_side, caller_side):
-            scope = _scope(VICTIM)
-            runtime_side.open(scope)
-            caller_side.open(scope)
+            scope = _opened(VICTIM, runtime_side, caller_side)
             waiting = asyncio.create_task(caller_side.execute(scope, "print(2+2)", 5))
             given = await runtime_side.next(scope, 5)
             assert given is not None
@@ -80,10 +78,8 @@ def test_an_execution_runs_on_the_runtime_polling_another_replica(replicas: Repl
 def test_a_sandbox_can_neither_take_nor_answer_another_sessions_execution(replicas: Replicas) -> None:
     async def scenario() -> tuple[str, ExecutionOutcome]:
         async with replicas() as (runtime_side, caller_side):
-            victim, attacker = _scope(VICTIM), _scope(ATTACKER)
-            for broker in (runtime_side, caller_side):
-                broker.open(victim)
-                broker.open(attacker)
+            victim = _opened(VICTIM, runtime_side, caller_side)
+            attacker = _opened(ATTACKER, runtime_side, caller_side)
             waiting = asyncio.create_task(caller_side.execute(victim, "print(secret)", 5))
             given = await runtime_side.next(victim, 5)
             assert given is not None
@@ -103,9 +99,7 @@ def test_a_sandbox_can_neither_take_nor_answer_another_sessions_execution(replic
 def test_one_execution_is_taken_once_even_by_competing_polls(replicas: Replicas) -> None:
     async def scenario() -> list[bool]:
         async with replicas() as (runtime_side, caller_side):
-            scope = _scope(VICTIM)
-            runtime_side.open(scope)
-            caller_side.open(scope)
+            scope = _opened(VICTIM, runtime_side, caller_side)
             waiting = asyncio.create_task(caller_side.execute(scope, "once()", 5))
             polls = await asyncio.gather(*(b.next(scope, 0.5) for b in (runtime_side, caller_side, runtime_side)))
             taken = [p for p in polls if p is not None]
@@ -119,9 +113,7 @@ def test_one_execution_is_taken_once_even_by_competing_polls(replicas: Replicas)
 def test_a_caller_that_gave_up_is_skipped_and_its_late_outcome_refused(replicas: Replicas) -> None:
     async def scenario() -> str:
         async with replicas() as (runtime_side, caller_side):
-            scope = _scope(VICTIM)
-            runtime_side.open(scope)
-            caller_side.open(scope)
+            scope = _opened(VICTIM, runtime_side, caller_side)
             # Running, its caller gives up: the outcome that comes later has nobody to go to.
             first = asyncio.create_task(caller_side.execute(scope, "slow()", 0.1))
             given = await runtime_side.next(scope, 5)
@@ -149,9 +141,7 @@ def test_a_caller_that_gave_up_is_skipped_and_its_late_outcome_refused(replicas:
 def test_ending_a_session_fails_its_callers_with_the_reason_and_stops_its_runtime(replicas: Replicas) -> None:
     async def scenario() -> None:
         async with replicas() as (runtime_side, caller_side):
-            scope = _scope(VICTIM)
-            runtime_side.open(scope)
-            caller_side.open(scope)
+            scope = _opened(VICTIM, runtime_side, caller_side)
             running = asyncio.create_task(caller_side.execute(scope, "a()", 30))
             assert await runtime_side.next(scope, 5) is not None
             queued = asyncio.create_task(caller_side.execute(scope, "b()", 30))
@@ -172,9 +162,7 @@ def test_ending_a_session_fails_its_callers_with_the_reason_and_stops_its_runtim
 def test_streamed_output_comes_in_order_and_a_flood_is_cut_once(replicas: Replicas) -> None:
     async def scenario() -> tuple[list[OutputEvent], ExecutionOutcome]:
         async with replicas() as (runtime_side, caller_side):
-            scope = _scope(VICTIM)
-            runtime_side.open(scope)
-            caller_side.open(scope)
+            scope = _opened(VICTIM, runtime_side, caller_side)
             events: list[OutputEvent] = []
             outcome: list[ExecutionOutcome] = []
 
