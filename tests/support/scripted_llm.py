@@ -2,7 +2,8 @@
 
 It answers with the replies it was given (in turn, the last one repeated), or with what a function of the request
 makes of it (a scripted transcript that reads what it was shown), and records every request, so tests can check
-what a model would have seen. A reply is the answer's text or, for `api="openai"`, its whole assistant
+what a model would have seen. Each answer reports `usage` (USAGE, or what `usage` gives, a function of the request
+for figures a test can tell apart). A reply is the answer's text or, for `api="openai"`, its whole assistant
 message (to script tool calls). `api="openai"` serves `POST {url}/chat/completions`; `api="anthropic"`
 serves `POST {url}/v1/messages` and, like the Messages API, refuses a request without its key header, version
 header or max_tokens, with unknown fields, or with roles other than user/assistant (400).
@@ -27,6 +28,7 @@ MESSAGES_FIELDS = {
 }  # fmt: skip
 Reply = str | dict[str, Any]
 Responder = Callable[[dict[str, Any]], Reply]
+Usage = dict[str, int] | Callable[[dict[str, Any]], dict[str, int]]  # OpenAI's names: prompt/completion_tokens
 
 
 def _chat_completion(body: dict[str, Any], reply: Reply, number: int) -> dict[str, Any]:
@@ -54,7 +56,7 @@ def _messages_problem(headers: dict[str, str], body: dict[str, Any]) -> str | No
     return None
 
 
-def _message(body: dict[str, Any], reply: str, number: int) -> dict[str, Any]:
+def _message(body: dict[str, Any], reply: str, number: int, usage: dict[str, int]) -> dict[str, Any]:
     return {
         "id": f"msg_{number}",
         "type": "message",
@@ -63,12 +65,14 @@ def _message(body: dict[str, Any], reply: str, number: int) -> dict[str, Any]:
         "content": [{"type": "text", "text": reply}],
         "stop_reason": "end_turn",
         "stop_sequence": None,
-        "usage": {"input_tokens": USAGE["prompt_tokens"], "output_tokens": USAGE["completion_tokens"]},
+        "usage": {"input_tokens": usage["prompt_tokens"], "output_tokens": usage["completion_tokens"]},
     }
 
 
 class ScriptedLLM:
-    def __init__(self, replies: list[Reply] | Responder, api: Literal["openai", "anthropic"] = "openai") -> None:
+    def __init__(
+        self, replies: list[Reply] | Responder, api: Literal["openai", "anthropic"] = "openai", usage: Usage = USAGE
+    ) -> None:
         self.requests: list[tuple[dict[str, str], dict[str, Any]]] = []
         self.api = api
         llm = self
@@ -82,14 +86,16 @@ class ScriptedLLM:
                     return self._send(404, {"error": f"no {self.path}"})
                 llm.requests.append((dict(self.headers), body))
                 reply = replies(body) if callable(replies) else replies[min(len(llm.requests), len(replies)) - 1]
+                used = usage(body) if callable(usage) else usage
                 if api == "openai":
-                    return self._send(200, _chat_completion(body, reply, len(llm.requests)))
+                    answer = _chat_completion(body, reply, len(llm.requests))
+                    return self._send(200, answer | {"usage": answer["usage"] | used})
                 assert isinstance(reply, str), "a scripted Messages API reply is text"
                 if problem := _messages_problem(headers, body):
                     return self._send(
                         400, {"type": "error", "error": {"type": "invalid_request_error", "message": problem}}
                     )
-                self._send(200, _message(body, reply, len(llm.requests)))
+                self._send(200, _message(body, reply, len(llm.requests), used))
 
             def _send(self, status: int, payload: dict[str, Any]) -> None:
                 answer = json.dumps(payload).encode()
