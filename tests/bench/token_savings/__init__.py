@@ -20,7 +20,8 @@ Method (issue 22):
   what it was shown, code mode's code (which really runs against the real servers through the real gateway and
   runtime) and answers from what it printed. Where direct mode's answer needs arithmetic over hundreds of rows in
   the model's head, the stand-in does it exactly and the row says so (`assumes`). With LLM_BASE_URL set, both modes
-  also run live (live.py, single-question workflows) and the API's own `usage` is reported.
+  also run live (live.py: every workflow, the ten-question session as one conversation) and the API's own `usage`
+  is reported.
 
 Figures (scripted, price-weighted, 13 workflows, all answers right in every mode, one run on a 2-core VM; README.md
 "Token savings"): reference catalogue (5.5k tokens of definitions) 94.5% saved vs direct, 93.5% vs direct + tool

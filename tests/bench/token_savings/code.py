@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any, Literal
 from unittest import mock
 
+from gateway.settings import LLMUpstream
 from mcpexec.api.mcpserver import MCPServerSpec
 from mcpexec.local.sandbox.process import UnsafeProcessSandbox
 from mcpexec.local.sessions import LocalSessions
@@ -174,9 +175,10 @@ SessionCores = Callable[[list[str]], SessionsThread]
 
 
 @contextmanager
-def session_cores(specs: dict[str, MCPServerSpec]) -> Iterator[SessionCores]:
+def session_cores(specs: dict[str, MCPServerSpec], llm: LLMUpstream | None = None) -> Iterator[SessionCores]:
     """`mcpexec serve`'s session core (a gateway of its own, the runtime in session mode as a real subprocess) per set
-    of servers, started on first use; `specs` are every server a catalogue may name (the demo server is added)."""
+    of servers, started on first use; `specs` are every server a catalogue may name (the demo server is added); `llm`,
+    the endpoint its LLM proxy forwards the sessions' model calls to (live runs)."""
     with tempfile.TemporaryDirectory(prefix="mcpexec-token-sessions-") as tmp:
         cores: dict[tuple[str, ...], SessionsThread] = {}
         all_specs = {"demo": demo_spec(Path(tmp) / "outbox.jsonl"), **specs}
@@ -184,7 +186,8 @@ def session_cores(specs: dict[str, MCPServerSpec]) -> Iterator[SessionCores]:
         def core(servers: list[str]) -> SessionsThread:
             key = tuple(sorted(servers))
             if key not in cores:
-                sessions = LocalSessions({name: all_specs[name] for name in key}, UnsafeProcessSandbox(), warm=1)
+                chosen = {name: all_specs[name] for name in key}
+                sessions = LocalSessions(chosen, UnsafeProcessSandbox(), warm=1, llm=llm)
                 cores[key] = SessionsThread(sessions).__enter__()
             return cores[key]
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +31,8 @@ KEY = "sk-live-stand-in"
 MODEL = "stand-in-model"
 # A read the model must summarise (the task's code asks the model too: ask_llm), and a write a checker reads back.
 CHOSEN = ["copy customer records into the knowledge graph", "summarise a 20k-token transcript"]
+SESSION = "10-question session on one repository"
+ASK, ASKED = "Say ok.", "ok"
 
 Body = dict[str, Any]
 
@@ -43,42 +45,60 @@ def usage_of(body: Body) -> dict[str, int]:
 
 
 class StandIn:
-    """The model: follows the current workflow's scripts, from what each request shows. `wrong` answers every
-    question wrongly (so a checker has something to refuse)."""
+    """The model: follows the current workflow's scripts, from what each request shows (the question asked is the last
+    user message that is not a snippet's output). `wrong` answers every question wrongly, `wrong_at` only those
+    numbers of a session (so a checker has something to refuse); `ask_at` maps a session question's number to a
+    model call its code makes first (ask_llm), answered `ASKED`."""
 
-    def __init__(self, chosen: list[Workflow], wrong: bool = False) -> None:
+    def __init__(
+        self, chosen: list[Workflow], wrong: bool = False, wrong_at: Collection[int] = (), ask_at: int | None = None
+    ) -> None:
         self.chosen = chosen
         self.wrong = wrong
+        self.wrong_at = wrong_at
+        self.ask_at = ask_at
         self.current: Workflow | None = None
+        self.number = 0  # the current question's, in its workflow
         self.asked: list[tuple[str, str, Body]] = []  # (workflow, mode, request), in order
 
-    def _question(self, prompt: str) -> Question:
+    def _question(self, messages: list[Body]) -> tuple[Question, int, list[Body]]:
+        """The question asked, its number in its workflow, and the messages since it was asked."""
+        at = max(i for i, m in enumerate(messages) if m["role"] == "user" and not m["content"].startswith("Output:"))
         for workflow in self.chosen:
-            (question,) = workflow.questions
-            if prompt.endswith(question.prompt):
-                self.current = workflow
-                return question
-        raise AssertionError(f"no workflow asks {prompt[:80]!r}")
+            for number, question in enumerate(workflow.questions):
+                if messages[at]["content"].endswith(question.prompt):
+                    self.current, self.number = workflow, number
+                    return question, number, messages[at + 1 :]
+        raise AssertionError(f"no workflow asks {messages[at]['content'][:80]!r}")
 
     def __call__(self, body: Body) -> Reply:
         messages = body["messages"]
-        done = sum(m["role"] == "assistant" for m in messages)
         if body.get("tools"):  # direct mode: the tools defined, the preamble as system prompt
-            question = self._question(messages[1]["content"])
+            question, _number, since = self._question(messages)
             self._log("direct", body)
-            return self._direct(body, question, done)
-        if messages[0]["role"] == "system":  # code mode's agent loop, through the gateway's proxy
+            return self._direct(body, question, sum(m["role"] == "assistant" for m in since))
+        if messages[0]["role"] == "system":  # code mode: the agent loop (through the proxy), or a session's client
             assert messages[0]["content"].startswith(SYSTEM_PROMPT)
-            question = self._question(messages[1]["content"])
+            question, number, since = self._question(messages)
             self._log("code", body)
-            steps = code.turns(question.code, "final")
+            steps = code.turns(question.code, "final") if number == 0 else code.later_turns(question.code, "final")
+            if self._wrong():
+                steps = [
+                    (step, final) if not final else ('print("I could not work it out.")', True) for step, final in steps
+                ]
+            if number == self.ask_at and self.current is not None and len(self.current.questions) > 1:
+                steps = [(f"remark = ask_llm({ASK!r})\n{step}", final) for step, final in steps]
+            done = sum(m["role"] == "assistant" for m in since)
             if done < len(steps):
                 return code_block(*steps[done])
-            outputs = [m["content"] for m in messages[2:] if m["role"] == "user"]
+            outputs = [m["content"] for m in since if m["role"] == "user"]
             return final_block(self._answer(question.code.answer(outputs)))
         # A call the task's code makes (ask_llm), through the same proxy.
-        assert self.current is not None and self.current.inner is not None
+        assert self.current is not None
         self._log("code", body)
+        if self.current.inner is None:
+            assert messages[-1]["content"] == ASK
+            return ASKED
         return self._answer(self.current.inner(messages[-1]["content"]))
 
     def _log(self, mode: str, body: Body) -> None:
@@ -108,8 +128,11 @@ class StandIn:
             ],
         }  # fmt: skip
 
+    def _wrong(self) -> bool:
+        return self.wrong or self.number in self.wrong_at
+
     def _answer(self, text: str) -> str:
-        return "I could not work it out." if self.wrong else text
+        return "I could not work it out." if self._wrong() else text
 
 
 @pytest.fixture(scope="module")
@@ -175,3 +198,55 @@ def test_a_wrong_answer_is_reported_wrong(data: Data, monkeypatch: pytest.Monkey
     for mode in ("direct", "code"):
         figures = results["summarise a 20k-token transcript"][mode]
         assert figures["answer"] == "I could not work it out." and figures["right"] is False, (mode, figures)
+
+
+def test_the_session_runs_live_question_by_question(data: Data, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The 10-question session on one repository, live: direct mode one conversation through the gateway, code mode a
+    session's client driving one real session (`mcpexec serve`'s session core). The scripted server stands in for a
+    hosted model (none is reachable here); its answer to the last question is wrong in both modes, so its checker
+    has something to refuse, and code mode's third question asks the model from its code (ask_llm) first."""
+    (session,) = [w for w in workflows(data) if w.name == SESSION]
+    last = len(session.questions) - 1
+    stand_in = StandIn([session], wrong_at=[last], ask_at=2)
+    results = _live(data, stand_in, monkeypatch)
+    assert list(results) == [SESSION]
+    for mode in ("direct", "code"):
+        figures = results[SESSION][mode]
+        rows = figures["questions"]
+        bodies = [body for _w, m, body in stand_in.asked if m == mode]
+        # Every call of this mode charged as the API counted it, once: each question's rows sum to the totals.
+        assert len(rows) == len(session.questions), mode
+        assert figures["model_calls"] == len(bodies) == sum(r["model_calls"] for r in rows), mode
+        assert figures["prompt_tokens"] == sum(usage_of(b)["prompt_tokens"] for b in bodies), mode
+        assert figures["completion_tokens"] == sum(usage_of(b)["completion_tokens"] for b in bodies), mode
+        for key in ("prompt_tokens", "completion_tokens", "tool_calls"):
+            assert figures[key] == sum(r[key] for r in rows), (mode, key)
+        # The checkers ran, question by question: every answer taken but the last, which is wrong.
+        assert [r["right"] for r in rows] == [True] * last + [False], (mode, rows)
+        assert rows[last]["answer"] == "I could not work it out." and figures["right"] is False, mode
+        for row, question in zip(rows[:last], session.questions, strict=False):
+            assert row["answer"] and question.check(row["answer"]), (mode, row)
+        # Both modes fetched the log once (the first question) and showed two commits.
+        assert figures["tool_calls"] == 3 and rows[0]["tool_calls"] == 1, (mode, rows)
+        assert [r["tool_calls"] for r in rows[1:]].count(0) == 7, (mode, rows)
+    # Direct mode: one conversation, each question asked once the last was answered.
+    direct_bodies = [body for _w, m, body in stand_in.asked if m == "direct"]
+    asked = [m["content"] for m in direct_bodies[-1]["messages"] if m["role"] == "user"]
+    assert asked == [q.prompt for q in session.questions]
+    assert results[SESSION]["direct"]["tool_calls"] == _tool_calls(direct_bodies)
+    # Code mode: one conversation too, and its variables persist: later questions read `entries`, which only the first
+    # question's code defined, and each of their snippets (marked final) ran cleanly and printed its answer: the only
+    # output the model was shown is the discovery's.
+    code_rows = results[SESSION]["code"]["questions"]
+    client = [body for _w, m, body in stand_in.asked if m == "code" and body["messages"][0]["role"] == "system"]
+    replies = [m["content"] for m in client[-1]["messages"] if m["role"] == "assistant"]
+    assert "entries =" in replies[1] and sum("entries" in reply for reply in replies[2:]) == 7, replies
+    assert not any("entries =" in reply for reply in replies[2:]), replies
+    shown = [m["content"] for m in client[-1]["messages"] if m["role"] == "user"]
+    assert len(shown) == len(session.questions) + 1 and shown[1].startswith("Output:\n"), shown
+    # Its third question's ask_llm went through the session gateway's proxy and was charged as a model call.
+    inner = [body for _w, m, body in stand_in.asked if m == "code" and body["messages"][0]["role"] != "system"]
+    assert len(inner) == 1 and code_rows[2]["model_calls"] == 2, code_rows[2]
+    third = client[3]  # discovery and the first question's program, the second question's, then the third's
+    assert third["messages"][-1]["content"] == session.questions[2].prompt
+    assert code_rows[2]["prompt_tokens"] == usage_of(third)["prompt_tokens"] + usage_of(inner[0])["prompt_tokens"]
