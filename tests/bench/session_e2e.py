@@ -64,7 +64,9 @@ def _pod_pids(command: list[str]) -> list[int]:
             cgroup = (entry / "cgroup").read_text()
         except OSError:
             continue
-        words = [Path(argv[0].decode()).name, *(a.decode() for a in argv[1 : len(command)])]
+        # Redis rewrites its title in place ("redis-server *:6379", one string): the program is its first word.
+        program = Path(argv[0].decode().split(" ")[0]).name
+        words = [program, *(a.decode() for a in argv[1 : len(command)])]
         if "kubepods" in cgroup and words == command:
             found.append(int(entry.name))
     return found
