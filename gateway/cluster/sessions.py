@@ -127,17 +127,19 @@ class ClusterSessions:
                 raise NotFound(f"no AgentSession {name!r} in namespace {namespace}") from None
             raise
 
-    async def execute(self, token: str | None, namespace: str, name: str, request: ExecuteRequest) -> ExecutionOutcome:
+    async def authorized(self, token: str | None, namespace: str, name: str) -> dict[str, Any]:
+        """The session, if the token's owner may run code in it (`create` on `agentsessions/exec`)."""
         user = await self.users.user(token)
         await self.users.require(user, "create", namespace, name, "exec")
-        return await self.run(await self.read(namespace, name), request)
+        return await self.read(namespace, name)
+
+    async def execute(self, token: str | None, namespace: str, name: str, request: ExecuteRequest) -> ExecutionOutcome:
+        return await self.run(await self.authorized(token, namespace, name), request)
 
     async def stream(self, token: str | None, namespace: str, name: str, request: ExecuteRequest) -> AsyncIterator[str]:
         """`execute`, its events as JSON lines: what the code prints as it prints it, last the outcome (or the error
         that ended it). Whatever is refused before the code is queued raises, as `execute` does."""
-        user = await self.users.user(token)
-        await self.users.require(user, "create", namespace, name, "exec")
-        document = await self.read(namespace, name)
+        document = await self.authorized(token, namespace, name)
         scope = await self.touch(document, request.timeout_seconds + ANSWER_GRACE_SECONDS)
         execution = await self.core.executions.start(scope, request.code, request.timeout_seconds, stream=True)
         return self._lines(document, scope, execution)
