@@ -2,13 +2,16 @@
 PY := .venv/bin/python
 export PATH := $(CURDIR)/.venv/bin:$(PATH)
 
-.PHONY: install install-local test test-unit test-integration test-sandbox test-cluster crds images e2e lint bench demo clean
+.PHONY: install install-local install-demo test test-unit test-integration test-sandbox test-cluster crds images e2e lint bench demo clean
 
 install:
 	@bash tests/setup/install.sh
 
 install-local:
 	@bash tests/setup/install.sh local
+
+install-demo:
+	@bash tests/setup/install.sh demo
 
 # Every tier, the real single-node cluster (e2e, root) last: it builds its node once (cached by version).
 test: install lint
@@ -51,7 +54,7 @@ lint: install-local
 bench: install
 	$(PY) -m tests.bench
 
-demo: install-local
+demo: install-demo
 	.venv/bin/mcpexec run examples/direct-code.yaml
 
 clean:
