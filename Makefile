@@ -51,8 +51,13 @@ lint: install-local
 	$(PY) -m mypy mcpexec controller gateway runtime
 	.venv/bin/lint-imports
 
+# `make bench` runs every bench; `make bench NAME...` only those (e.g. make bench operator_throughput).
+ifeq (bench,$(firstword $(MAKECMDGOALS)))
+  BENCH_NAMES := $(wordlist 2,$(words $(MAKECMDGOALS)),$(MAKECMDGOALS))
+  $(eval $(BENCH_NAMES):;@:)
+endif
 bench: install
-	$(PY) -m tests.bench
+	$(PY) -m tests.bench $(BENCH_NAMES)
 
 demo: install-demo
 	.venv/bin/mcpexec run examples/direct-code.yaml
