@@ -23,7 +23,8 @@ Method (issue 22):
   also run live (live.py: every workflow, the ten-question session as one conversation) and the API's own `usage`
   is reported.
 
-Figures (scripted, price-weighted, 13 workflows, all answers right in every mode, one run on a 2-core VM; docs/token-savings.md): reference catalogue (5.5k tokens of definitions) 94.5% saved vs direct, 93.5% vs direct + tool
+Figures (scripted, price-weighted, 13 workflows, all answers right in every mode, one run on a 2-core VM;
+docs/token-savings.md): reference catalogue (5.5k tokens of definitions) 94.5% saved vs direct, 93.5% vs direct + tool
 search; ~20k 96.6% and 93.5%; ~50k 97.7% and 93.1%. Before code marked ```python final could end the task (same run):
 92.1% / 90.6% at the reference catalogue, 96.7% vs direct at ~50k. Code mode costs less than direct + tool search on
 every workflow price-weighted; with prompt caching it costs slightly more on two (the 20k-token transcript summary
