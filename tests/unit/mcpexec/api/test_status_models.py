@@ -42,7 +42,9 @@ def _resolve(node: dict[str, Any], defs: dict[str, Any]) -> dict[str, Any]:
     return node
 
 
-def _mismatches(model: dict[str, Any], crd: dict[str, Any], path: str, crd_name: str, defs: dict[str, Any]) -> list[str]:
+def _mismatches(
+    model: dict[str, Any], crd: dict[str, Any], path: str, crd_name: str, defs: dict[str, Any]
+) -> list[str]:
     """Where the model's schema and the CRD's differ, in both directions."""
     model = _resolve(model, defs)
     wanted = crd["type"]
