@@ -9,7 +9,6 @@ status was never written serves nothing; the next reconcile of that task finds i
 from __future__ import annotations
 
 import math
-from datetime import UTC, datetime
 from typing import Any
 
 from controller import manifests
@@ -17,6 +16,7 @@ from controller.kube import Cluster
 from controller.naming import idle_selector
 from controller.pools import made, ready
 from mcpexec.api.meta import CLAIMED, SANDBOX_STATE_LABEL, TEMPLATE_HASH_LABEL
+from mcpexec.api.timestamps import seconds_since
 
 Pod = dict[str, Any]
 
@@ -24,8 +24,7 @@ Pod = dict[str, Any]
 def _seconds_since(timestamp: str | None) -> float:
     if not timestamp:
         return 0.0
-    started = datetime.fromisoformat(timestamp.replace("Z", "+00:00"))
-    return max(0.0, (datetime.now(UTC) - started).total_seconds())
+    return max(0.0, seconds_since(timestamp))
 
 
 def claim_patch(pod: Pod, task: manifests.Claimant, timeout_seconds: int) -> dict[str, Any]:

@@ -1,4 +1,6 @@
-"""The operator's API calls: idempotent creates, reads, and conflict-safe status writes."""
+"""The operator's API calls: idempotent creates, reads, and conflict-safe writes (one read-modify-write loop, for
+a task's status and for the namespace's ledger). What a write means (Events, metrics, the ledger's outcome) is the
+reconcilers' (controller/tasks.py), never this wrapper's."""
 
 from __future__ import annotations
 
@@ -6,27 +8,37 @@ import logging
 import os
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any, cast
+from typing import Any, TypeVar, cast
 
 import kopf
 from kubernetes import client, config
 from kubernetes.client.exceptions import ApiException
 
 from controller import ledger
-from controller import status as task_status
 from controller.manifests import Manifest
-from controller.metrics import observe_start
 from controller.naming import child_name
-from mcpexec.api.agenttask import Phase
-from mcpexec.api.conditions import find, generation
+from mcpexec.api.conditions import generation
 from mcpexec.api.meta import AGENTSESSION_PLURAL, AGENTTASK_PLURAL, GROUP, MANAGED_LABELS, SANDBOXPOOL_PLURAL, VERSION
-from mcpexec.api.sandboxpool import LaunchType
+from mcpexec.api.status import AgentSessionStatus, AgentTaskStatus, SandboxPoolStatus, Status
 
 log = logging.getLogger(__name__)
 
 _CONFLICT_RETRIES = 5
+T = TypeVar("T")
 RUNTIME_CLASS_CACHE_SECONDS = 10.0
+
+
+@dataclass(frozen=True)
+class StatusUpdate:
+    """A task status read-modify-write that went through: the task as read, its status then, and its status now
+    (the same when there was nothing to change, `written` False)."""
+
+    task: dict[str, Any]
+    before: AgentTaskStatus
+    after: AgentTaskStatus
+    written: bool
 
 
 def api_client(pool_size: int) -> client.ApiClient:
@@ -134,17 +146,17 @@ class Cluster:
         listed = cast(dict[str, Any], self.custom.list_cluster_custom_object(GROUP, VERSION, plural))
         return list(listed.get("items", []))
 
-    def _patch_status_ours(self, plural: str, namespace: str, name: str, status: dict[str, Any]) -> None:
+    def _patch_status_ours(self, plural: str, namespace: str, name: str, status: Status) -> None:
         """A merge patch of a resource's status; one deleted meanwhile has nothing left to report on."""
         try:
             self.custom.patch_namespaced_custom_object_status(
-                GROUP, VERSION, namespace, plural, name, {"status": status}
+                GROUP, VERSION, namespace, plural, name, {"status": status.wire()}
             )
         except ApiException as exc:
             if exc.status != 404:
                 raise
 
-    def patch_task_status(self, namespace: str, name: str, status: dict[str, Any]) -> None:
+    def patch_task_status(self, namespace: str, name: str, status: AgentTaskStatus) -> None:
         self._patch_status_ours(AGENTTASK_PLURAL, namespace, name, status)
 
     def list_tasks(self) -> list[dict[str, Any]]:
@@ -160,47 +172,43 @@ class Cluster:
         pods = self.core.list_namespaced_pod(namespace, label_selector=f"job-name={job_name}")
         return job, [self.to_dict(p) for p in pods.items]
 
-    def update_task_status(self, namespace: str, name: str, observed: task_status.Status) -> task_status.Status | None:
-        """Merge what was observed into the task's status (controller/status.py: merge): a read-modify-write of the
-        status subresource, guarded by resourceVersion against lost updates. A run that finished is written to the
-        namespace's ledger."""
+    def _until_no_conflict(self, what: str, attempt: Callable[[], T]) -> T:
+        """Run a read-modify-write (its write guarded by the resourceVersion it read) again while the write is refused
+        as a conflict (409: the object changed, or was created, since it was read), so no concurrent write is lost."""
         for _ in range(_CONFLICT_RETRIES):
+            try:
+                return attempt()
+            except ApiException as exc:
+                if exc.status != 409:
+                    raise
+        raise kopf.TemporaryError(f"{what} kept changing under us", delay=1)
+
+    def update_task_status(
+        self, namespace: str, name: str, change: Callable[[AgentTaskStatus, int], AgentTaskStatus]
+    ) -> StatusUpdate | None:
+        """Write `change(status, generation)` (controller/status.py: merge) to the task's status subresource, unless it
+        is the status as it is; None when the task is gone."""
+
+        def attempt() -> StatusUpdate | None:
             task = self.read_task(namespace, name)
             if task is None:
                 return None
-            current = task.get("status") or {}
-            new = task_status.merge(current, observed, generation(task))
+            current = AgentTaskStatus.of(task)
+            new = change(current, generation(task))
             if new == current:
-                return current
-            body = {"metadata": {"resourceVersion": task["metadata"]["resourceVersion"]}, "status": new}
+                return StatusUpdate(task, current, current, written=False)
+            body = {"metadata": {"resourceVersion": task["metadata"]["resourceVersion"]}, "status": new.wire()}
             try:
                 self.custom.patch_namespaced_custom_object_status(
                     GROUP, VERSION, namespace, AGENTTASK_PLURAL, name, body
                 )
             except ApiException as exc:
-                if exc.status == 409:
-                    continue
                 if exc.status == 404:
                     return None
                 raise
-            # A new task's status already reads Pending (the CRD's default): its first write is an event too.
-            if new.get("phase") != current.get("phase") or not current.get("observedGeneration"):
-                self._record_phase(task, new)
-                if Phase(new["phase"]).finished and new.get("phase") != current.get("phase"):
-                    self._record_outcome(task, new)
-            return new
-        raise kopf.TemporaryError(f"status of {namespace}/{name} kept changing under us", delay=1)
+            return StatusUpdate(task, current, new, written=True)
 
-    def _record_outcome(self, task: dict[str, Any], status: task_status.Status) -> None:
-        meta = task["metadata"]
-        reason = (find(status.get("conditions") or [], "Finished") or {}).get("reason", "")
-        phase = Phase(status["phase"])
-        try:
-            self.update_ledger(
-                meta["namespace"], lambda entries: ledger.finished(entries, meta["name"], meta["uid"], phase, reason)
-            )
-        except ApiException as exc:  # the entry written at the start already keeps the name from running again
-            log.warning("could not record the outcome of %s/%s: %s", meta["namespace"], meta["name"], exc.status)
+        return self._until_no_conflict(f"status of {namespace}/{name}", attempt)
 
     def _read_ledger_map(self, namespace: str) -> dict[str, Any] | None:
         try:
@@ -215,8 +223,9 @@ class Cluster:
 
     def update_ledger(self, namespace: str, change: Callable[[ledger.Entries], ledger.Entries]) -> None:
         """Read-modify-write of the namespace's ledger ConfigMap (created on first use, owned by nobody: it outlives
-        every task), guarded by resourceVersion: concurrent reconciles in one namespace lose no entry."""
-        for _ in range(_CONFLICT_RETRIES):
+        every task): concurrent reconciles in one namespace lose no entry."""
+
+        def attempt() -> None:
             found = self._read_ledger_map(namespace)
             entries = ledger.parse((found or {}).get("data"))
             changed = change(entries)
@@ -230,27 +239,12 @@ class Cluster:
             # Both take the plain manifest, as ensure() does.
             create: Callable[..., Any] = self.core.create_namespaced_config_map
             replace: Callable[..., Any] = self.core.replace_namespaced_config_map
-            try:
-                if found is None:
-                    create(namespace, body)
-                else:
-                    replace(ledger.LEDGER_NAME, namespace, body)
-            except ApiException as exc:
-                if exc.status == 409:
-                    continue
-                raise
-            return
-        raise kopf.TemporaryError(f"the task ledger of {namespace} kept changing under us", delay=1)
+            if found is None:
+                create(namespace, body)
+            else:
+                replace(ledger.LEDGER_NAME, namespace, body)
 
-    def _record_phase(self, task: dict[str, Any], status: task_status.Status) -> None:
-        """A Kubernetes Event per phase change, so `kubectl describe` tells the task's story."""
-        phase = Phase(status["phase"])
-        conditions = {c["type"]: c for c in status.get("conditions") or []}
-        latest = conditions.get("Finished") or conditions.get("Accepted") or {}
-        message = latest.get("message") or f"task is {phase.value}"
-        self.record_event(task, phase.value, message, warning=phase in (Phase.FAILED, Phase.TIMED_OUT))
-        if phase is Phase.RUNNING:
-            observe_start(task["metadata"]["creationTimestamp"], status.get("launchType") or LaunchType.COLD.value)
+        self._until_no_conflict(f"the task ledger of {namespace}", attempt)
 
     def record_event(self, obj: dict[str, Any], reason: str, message: str, warning: bool = False) -> None:
         """A Kubernetes Event about one of our resources (an AgentTask, a SandboxPool), for `kubectl describe`."""
@@ -284,7 +278,7 @@ class Cluster:
     def list_pools(self) -> list[dict[str, Any]]:
         return self._list_ours(SANDBOXPOOL_PLURAL)
 
-    def patch_pool_status(self, namespace: str, name: str, status: dict[str, Any]) -> None:
+    def patch_pool_status(self, namespace: str, name: str, status: SandboxPoolStatus) -> None:
         self._patch_status_ours(SANDBOXPOOL_PLURAL, namespace, name, status)
 
     def read_session(self, namespace: str, name: str) -> dict[str, Any] | None:
@@ -293,7 +287,7 @@ class Cluster:
     def list_sessions(self) -> list[dict[str, Any]]:
         return self._list_ours(AGENTSESSION_PLURAL)
 
-    def patch_session_status(self, namespace: str, name: str, status: dict[str, Any]) -> None:
+    def patch_session_status(self, namespace: str, name: str, status: AgentSessionStatus) -> None:
         """A merge patch of the session's status: the operator's fields only (the gateway's, lastActivity and
         usage, are left as they are)."""
         self._patch_status_ours(AGENTSESSION_PLURAL, namespace, name, status)

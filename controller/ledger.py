@@ -20,13 +20,15 @@ from __future__ import annotations
 
 import hashlib
 import json
+from dataclasses import dataclass
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from mcpexec.api.agenttask import Phase
-from mcpexec.api.conditions import now
 from mcpexec.api.meta import GROUP
+from mcpexec.api.reasons import Reason
+from mcpexec.api.timestamps import now
 
 # A ConfigMap name no task child can have: theirs are `mcpexec-<DNS label>`, without dots.
 LEDGER_NAME = "mcpexec.task-ledger"
@@ -86,7 +88,16 @@ def serialize(entries: Entries) -> dict[str, str]:
     return {name: entry.to_json() for name, entry in sorted(kept)}
 
 
-def refusal(entry: LedgerEntry | None, document: dict[str, Any]) -> dict[str, Any] | None:
+@dataclass(frozen=True)
+class Refusal:
+    """Why a task whose name already ran is finished without running, and the phase it finishes in."""
+
+    phase: Phase
+    reason: Reason
+    message: str
+
+
+def refusal(entry: LedgerEntry | None, document: dict[str, Any]) -> Refusal | None:
     """The final status of a task whose name already ran (None: the task may run)."""
     meta = document["metadata"]
     wanted = run_again(document)
@@ -96,16 +107,16 @@ def refusal(entry: LedgerEntry | None, document: dict[str, Any]) -> dict[str, An
         f"an AgentTask named {meta['name']} already ran in this namespace (uid {entry.uid}, started {entry.started}"
     )
     if entry.spec_hash != spec_hash(dict(document["spec"])):
-        reason, phase = "SpecChangedAfterRun", Phase.FAILED
+        reason, phase = Reason.SPEC_CHANGED_AFTER_RUN, Phase.FAILED
         message = f"{earlier}) with another spec; this spec is not run: {HOW_TO_RUN_AGAIN}"
     elif entry.phase is None:
-        reason, phase = "AlreadyRan", Phase.FAILED
+        reason, phase = Reason.ALREADY_RAN, Phase.FAILED
         message = f"{earlier}) and was deleted before it finished; it is not run again: {HOW_TO_RUN_AGAIN}"
     else:
-        reason, phase = "AlreadyRan", entry.phase
+        reason, phase = Reason.ALREADY_RAN, entry.phase
         outcome = f"{entry.phase.value.lower()}, {entry.reason}" if entry.reason else entry.phase.value.lower()
         message = f"{earlier}, {outcome} at {entry.finished}); it is not run again: {HOW_TO_RUN_AGAIN}"
-    return {"phase": phase.value, "completionTime": now(), "reason": reason, "message": message}
+    return Refusal(phase, reason, message)
 
 
 def started(entries: Entries, document: dict[str, Any]) -> Entries:

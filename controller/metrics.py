@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import threading
-from datetime import UTC, datetime
 
 from prometheus_client import Counter, Histogram
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import REGISTRY, Collector
 
 from mcpexec.api.agenttask import Phase
+from mcpexec.api.timestamps import seconds_since
 
 RECONCILES = Counter("mcpexec_operator_reconciles_total", "AgentTask reconciles, by outcome.", ["outcome"])
 RECONCILE_ERRORS = Counter(
@@ -44,7 +44,7 @@ POOL_EVENTS = Counter(
 
 
 def _since(timestamp: str) -> float:
-    return max(0.0, (datetime.now(UTC) - datetime.fromisoformat(timestamp.replace("Z", "+00:00"))).total_seconds())
+    return max(0.0, seconds_since(timestamp))
 
 
 def observe_claim(created: str, launch_type: str) -> None:

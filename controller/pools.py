@@ -19,7 +19,9 @@ from controller.naming import idle_selector
 from controller.settings import OperatorSettings
 from mcpexec.api.conditions import Progress, generation, merge_conditions, readiness
 from mcpexec.api.meta import CLAIMED, IDLE, POOL_LABEL, SANDBOX_STATE_LABEL, TEMPLATE_HASH_LABEL, validation_message
+from mcpexec.api.reasons import EventReason, Reason
 from mcpexec.api.sandboxpool import SandboxPool, template_hash
+from mcpexec.api.status import SandboxPoolStatus
 
 Pod = dict[str, Any]
 _FINISHED = ("Succeeded", "Failed")
@@ -49,7 +51,7 @@ def made(pool: dict[str, Any]) -> frozenset[str]:
     """The uids of the pods this operator made for the pool (its status, which only the operator writes). Labels
     and owner references are anyone's to write who may create pods in the namespace: a pod made to look like an
     idle sandbox must never be claimed, or it would run another user's task as that task."""
-    return frozenset((pool.get("status") or {}).get("sandboxUIDs") or [])
+    return frozenset(SandboxPoolStatus.of(pool).sandbox_uids or [])
 
 
 def classify(pods: list[Pod], current_hash: str, trusted: frozenset[str]) -> PoolPods:
@@ -100,7 +102,7 @@ def counts(pods: PoolPods) -> dict[str, int]:
     }
 
 
-def _status(pool: dict[str, Any], hash_: str, pods: PoolPods, refused: tuple[str, str] | None) -> dict[str, Any]:
+def _status(pool: dict[str, Any], hash_: str, pods: PoolPods, refused: tuple[Reason, str] | None) -> SandboxPoolStatus:
     """The pool's status: Ready once every idle sandbox is ready (Reconciling while they start), Stalled with the
     reason when the pool cannot start any (`refused`: reason, message)."""
     tally = counts(pods)
@@ -110,30 +112,29 @@ def _status(pool: dict[str, Any], hash_: str, pods: PoolPods, refused: tuple[str
         updates = readiness(False, Progress.STALLED, *refused)
     elif tally["ready"] < replicas:
         updates = readiness(
-            False, Progress.IN_PROGRESS, "Starting", f"{tally['ready']} of {replicas} idle sandboxes ready"
+            False, Progress.IN_PROGRESS, Reason.STARTING, f"{tally['ready']} of {replicas} idle sandboxes ready"
         )
     else:
-        updates = readiness(True, Progress.CURRENT, "Ready", f"{tally['ready']} idle sandboxes ready")
-    current = pool.get("status") or {}
-    return {
-        "observedGeneration": observed,
-        "replicas": tally["idle"],
-        "readyReplicas": tally["ready"],
-        "claimedReplicas": tally["claimed"],
-        "selector": idle_selector(pool["metadata"]["name"]),
-        "templateHash": hash_,
-        "sandboxUIDs": sorted(p["metadata"]["uid"] for p in [*pods.current, *pods.stale, *pods.claimed]),
-        "conditions": merge_conditions(current.get("conditions") or [], updates, observed),
-    }
+        updates = readiness(True, Progress.CURRENT, Reason.READY, f"{tally['ready']} idle sandboxes ready")
+    return SandboxPoolStatus(
+        observed_generation=observed,
+        replicas=tally["idle"],
+        ready_replicas=tally["ready"],
+        claimed_replicas=tally["claimed"],
+        selector=idle_selector(pool["metadata"]["name"]),
+        template_hash=hash_,
+        sandbox_uids=sorted(p["metadata"]["uid"] for p in [*pods.current, *pods.stale, *pods.claimed]),
+        conditions=merge_conditions(SandboxPoolStatus.of(pool).conditions or [], updates, observed),
+    )
 
 
-def _write_status(cluster: Cluster, pool: dict[str, Any], status: dict[str, Any]) -> None:
-    current = pool.get("status") or {}
-    if any(status[k] != current.get(k) for k in status):
+def _write_status(cluster: Cluster, pool: dict[str, Any], status: SandboxPoolStatus) -> None:
+    current = SandboxPoolStatus.of(pool)
+    if any(getattr(status, field) != getattr(current, field) for field in status.model_fields_set):
         cluster.patch_pool_status(pool["metadata"]["namespace"], pool["metadata"]["name"], status)
 
 
-def _refused(cluster: Cluster, pool: dict[str, Any], reason: str, message: str) -> None:
+def _refused(cluster: Cluster, pool: dict[str, Any], reason: Reason, message: str) -> None:
     """A pool that cannot start sandboxes (fail closed: none is made) says why in its Ready condition."""
     meta = pool["metadata"]
     pods = classify(cluster.pods(meta["namespace"], f"{POOL_LABEL}={meta['name']}"), "", made(pool))
@@ -148,12 +149,12 @@ def reconcile(cluster: Cluster, settings: OperatorSettings, document: dict[str, 
         pool = SandboxPool.model_validate(document)
     except ValidationError as exc:
         message = validation_message(exc)
-        _refused(cluster, document, "InvalidSpec", message)
+        _refused(cluster, document, Reason.INVALID_SPEC, message)
         return
     template = pool.spec.template
     if not cluster.runtime_class_exists(template.runtime_class_name):
         message = f"RuntimeClass {template.runtime_class_name!r} does not exist; no sandbox is started without it"
-        _refused(cluster, document, "RuntimeClassNotFound", message)
+        _refused(cluster, document, Reason.RUNTIME_CLASS_NOT_FOUND, message)
         return
     owner = manifests.PoolRef(name=name, namespace=namespace, uid=meta["uid"])
     if template.skills is not None:
@@ -177,7 +178,7 @@ def reconcile(cluster: Cluster, settings: OperatorSettings, document: dict[str, 
         pods.current.append(created)
         POOL_EVENTS.labels(event="created").inc()
     if steps.create:
-        cluster.record_event(document, "Refilled", f"started {steps.create} idle sandbox(es)")
+        cluster.record_event(document, EventReason.REFILLED, f"started {steps.create} idle sandbox(es)")
     removed = {id(p) for p in steps.delete}
     pods.current = [p for p in pods.current if id(p) not in removed]
     pods.stale = pods.exited = []

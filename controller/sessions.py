@@ -25,9 +25,20 @@ from controller import claims, manifests
 from controller.kube import Cluster
 from controller.settings import OperatorSettings
 from mcpexec.api.agentsession import AgentSession, SessionPhase, session_task
-from mcpexec.api.conditions import Progress, condition, generation, merge_conditions, now, readiness
+from mcpexec.api.conditions import (
+    Condition,
+    ConditionType,
+    Progress,
+    condition,
+    generation,
+    merge_conditions,
+    readiness,
+)
 from mcpexec.api.meta import validation_message
+from mcpexec.api.reasons import EventReason, Reason
 from mcpexec.api.sandboxpool import Claim, SandboxPool, template_hash, widening
+from mcpexec.api.status import AgentSessionStatus
+from mcpexec.api.timestamps import format_time, now, parse_time, seconds_since
 
 log = logging.getLogger(__name__)
 
@@ -36,55 +47,46 @@ CLAIM_TIMEOUT_SECONDS = 60
 CLAIM_RETRY_SECONDS = 1
 
 
-def _time(value: str) -> datetime:
-    return datetime.fromisoformat(value.replace("Z", "+00:00"))
-
-
-def _stamp(value: datetime) -> str:
-    return value.strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
 def _age(document: dict[str, Any]) -> float:
-    return (datetime.now(UTC) - _time(document["metadata"]["creationTimestamp"])).total_seconds()
+    return seconds_since(document["metadata"]["creationTimestamp"])
 
 
 # Ends that are the session's normal life (kstatus: Current, not Failed).
-NORMAL_ENDS = ("IdleTimeout", "MaxLifetime")
+NORMAL_ENDS = (Reason.IDLE_TIMEOUT, Reason.MAX_LIFETIME)
 
 
-def _write(cluster: Cluster, document: dict[str, Any], status: dict[str, Any], *conditions: dict[str, Any]) -> None:
-    current = (document.get("status") or {}).get("conditions") or []
+def _write(cluster: Cluster, document: dict[str, Any], status: AgentSessionStatus, *conditions: Condition) -> None:
     observed = generation(document)
-    merged = merge_conditions(current, list(conditions), observed)
+    merged = merge_conditions(AgentSessionStatus.of(document).conditions or [], list(conditions), observed)
     meta = document["metadata"]
-    update = {**status, "observedGeneration": observed, "conditions": merged}
+    update = status.model_copy(update={"observed_generation": observed, "conditions": merged})
     cluster.patch_session_status(meta["namespace"], meta["name"], update)
 
 
-def end(cluster: Cluster, document: dict[str, Any], reason: str, message: str) -> None:
+def end(cluster: Cluster, document: dict[str, Any], reason: Reason, message: str) -> None:
     """Phase Ended with its reason, then the sandbox deleted: nothing of it is reused."""
     meta = document["metadata"]
-    status = {"phase": SessionPhase.ENDED.value, "reason": reason}
+    status = AgentSessionStatus(phase=SessionPhase.ENDED, reason=reason)
     state = Progress.CURRENT if reason in NORMAL_ENDS else Progress.STALLED
     _write(cluster, document, status, *readiness(False, state, reason, message))
-    pod = (document.get("status") or {}).get("podName")
+    pod = AgentSessionStatus.of(document).pod_name
     if pod:
         cluster.delete_pod(meta["namespace"], pod)
-    cluster.record_event(document, "Ended", message, warning=reason not in NORMAL_ENDS)
+    cluster.record_event(document, EventReason.ENDED, message, warning=reason not in NORMAL_ENDS)
     log.info("session ended", extra={"namespace": meta["namespace"], "session": meta["name"], "reason": reason})
 
 
-def _wait(cluster: Cluster, document: dict[str, Any], reason: str, message: str) -> None:
+def _wait(cluster: Cluster, document: dict[str, Any], reason: Reason, message: str) -> None:
     """Pending with why, retried shortly, until CLAIM_TIMEOUT_SECONDS: then the session ends with that reason."""
     if _age(document) > CLAIM_TIMEOUT_SECONDS:
         end(cluster, document, reason, f"{message}; gave up after {CLAIM_TIMEOUT_SECONDS} s")
         return
-    status = {"phase": SessionPhase.PENDING.value, "reason": reason}
+    status = AgentSessionStatus(phase=SessionPhase.PENDING, reason=reason)
     _write(
         cluster,
         document,
         status,
-        condition("Claimed", False, reason, message),
+        condition(ConditionType.CLAIMED, False, reason, message),
         *readiness(None, Progress.IN_PROGRESS, reason, message),
     )
     raise kopf.TemporaryError(message, delay=CLAIM_RETRY_SECONDS)
@@ -92,33 +94,36 @@ def _wait(cluster: Cluster, document: dict[str, Any], reason: str, message: str)
 
 def reconcile(cluster: Cluster, settings: OperatorSettings, document: dict[str, Any]) -> None:
     """Claim the session's sandbox (idempotent: a claim made by an interrupted reconcile is found again)."""
-    status = document.get("status") or {}
-    if status.get("phase") == SessionPhase.ENDED.value or (status.get("claim") or {}).get("podName"):
+    status = AgentSessionStatus.of(document)
+    if status.phase is SessionPhase.ENDED or (status.claim is not None and status.claim.pod_name):
         return
     try:
         session = AgentSession.model_validate(document)
     except ValidationError as exc:
         message = validation_message(exc)
-        end(cluster, document, "InvalidSpec", message)
+        end(cluster, document, Reason.INVALID_SPEC, message)
         return
     namespace, pool_name = session.metadata.namespace, session.spec.pool_ref.name
     pool_document = cluster.read_pool(namespace, pool_name)
     if pool_document is None or pool_document["metadata"].get("deletionTimestamp"):
-        _wait(cluster, document, "SandboxPoolNotFound", f"SandboxPool {pool_name!r} not found in {namespace}")
+        message = f"SandboxPool {pool_name!r} not found in {namespace}"
+        _wait(cluster, document, Reason.SANDBOX_POOL_NOT_FOUND, message)
         return
     try:
         template = SandboxPool.model_validate(pool_document).spec.template
     except ValidationError:
-        _wait(cluster, document, "SandboxPoolInvalid", f"SandboxPool {pool_name!r} is invalid (see its conditions)")
+        message = f"SandboxPool {pool_name!r} is invalid (see its conditions)"
+        _wait(cluster, document, Reason.SANDBOX_POOL_INVALID, message)
         return
     task = session_task(document, template.mcp_servers)
     wider = widening(template, task.spec)
     if wider:
-        end(cluster, document, "PolicyWidened", "; ".join(wider))
+        end(cluster, document, Reason.POLICY_WIDENED, "; ".join(wider))
         return
     missing = cluster.missing_mcp_servers(namespace, task.spec.mcp_servers) if task.spec.mcp_servers else []
     if missing:
-        _wait(cluster, document, "MCPServerNotFound", f"MCPServer(s) not found in {namespace}: {', '.join(missing)}")
+        message = f"MCPServer(s) not found in {namespace}: {', '.join(missing)}"
+        _wait(cluster, document, Reason.MCP_SERVER_NOT_FOUND, message)
         return
     owner = manifests.SessionRef(name=session.metadata.name, namespace=namespace, uid=document["metadata"]["uid"])
     left = max(1, int(session.spec.max_lifetime_seconds - _age(document)))
@@ -127,65 +132,66 @@ def reconcile(cluster: Cluster, settings: OperatorSettings, document: dict[str, 
     )
     if pod is None:
         message = f"no idle sandbox in SandboxPool {pool_name!r}; waiting for one (a session never starts cold)"
-        _wait(cluster, document, "PoolEmpty", message)
+        _wait(cluster, document, Reason.POOL_EMPTY, message)
         return
     cluster.ensure(manifests.network_policy(owner, settings), owner.uid)
     meta = pod["metadata"]
     claim = Claim(pool=pool_name, policy=template.policy(), pod_name=meta["name"], pod_uid=meta["uid"])
-    created = _time(document["metadata"]["creationTimestamp"])
+    created = parse_time(document["metadata"]["creationTimestamp"])
     message = f"claimed sandbox {meta['name']} of SandboxPool {pool_name}"
-    ready = {
-        "phase": SessionPhase.READY.value,
-        "reason": "SandboxClaimed",
-        "podName": meta["name"],
-        "claim": claim.model_dump(mode="json", by_alias=True, exclude_none=True),
-        "startTime": now(),
-        "lastActivity": now(),
-        "expiresAt": _stamp(created + timedelta(seconds=session.spec.max_lifetime_seconds)),
-    }
-    claimed = condition("Claimed", True, "SandboxClaimed", message)
-    _write(cluster, document, ready, claimed, *readiness(True, Progress.CURRENT, "SandboxClaimed", message))
-    cluster.record_event(document, "Claimed", message)
+    ready = AgentSessionStatus(
+        phase=SessionPhase.READY,
+        reason=Reason.SANDBOX_CLAIMED,
+        pod_name=meta["name"],
+        claim=claim,
+        start_time=now(),
+        last_activity=now(),
+        expires_at=format_time(created + timedelta(seconds=session.spec.max_lifetime_seconds)),
+    )
+    claimed = condition(ConditionType.CLAIMED, True, Reason.SANDBOX_CLAIMED, message)
+    _write(cluster, document, ready, claimed, *readiness(True, Progress.CURRENT, Reason.SANDBOX_CLAIMED, message))
+    cluster.record_event(document, EventReason.CLAIMED, message)
 
 
 def _sandbox_gone(cluster: Cluster, document: dict[str, Any]) -> str | None:
     """Why the session's claimed sandbox can serve it no more (None: it still can)."""
-    claim = (document.get("status") or {}).get("claim") or {}
-    pod = cluster.read_pod(document["metadata"]["namespace"], claim["podName"])
-    if pod is None or pod["metadata"]["uid"] != claim.get("podUID"):
-        return f"the session's sandbox pod {claim['podName']} was deleted"
+    claim = AgentSessionStatus.of(document).claim
+    assert claim is not None and claim.pod_name, "checked for a claimed session only"
+    pod = cluster.read_pod(document["metadata"]["namespace"], claim.pod_name)
+    if pod is None or pod["metadata"]["uid"] != claim.pod_uid:
+        return f"the session's sandbox pod {claim.pod_name} was deleted"
     if pod["metadata"].get("deletionTimestamp"):
-        return f"the session's sandbox pod {claim['podName']} is being deleted"
+        return f"the session's sandbox pod {claim.pod_name} is being deleted"
     phase = (pod.get("status") or {}).get("phase")
     if phase in ("Succeeded", "Failed"):
         reason = (pod.get("status") or {}).get("reason")
-        return f"the session's sandbox pod {claim['podName']} exited ({reason or phase})"
+        return f"the session's sandbox pod {claim.pod_name} exited ({reason or phase})"
     return None
 
 
 def check(cluster: Cluster, document: dict[str, Any]) -> None:
     """End a Ready session whose sandbox is gone, whose lifetime is over, or that has idled too long."""
-    status = document.get("status") or {}
-    if status.get("phase") != SessionPhase.READY.value or not (status.get("claim") or {}).get("podName"):
+    status = AgentSessionStatus.of(document)
+    if status.phase is not SessionPhase.READY or status.claim is None or not status.claim.pod_name:
         return
     gone = _sandbox_gone(cluster, document)
     if gone is not None:
-        end(cluster, document, "SandboxGone", gone)
+        end(cluster, document, Reason.SANDBOX_GONE, gone)
         return
     spec = document.get("spec") or {}
     moment = datetime.now(UTC)
-    if status.get("expiresAt") and moment >= _time(status["expiresAt"]):
+    if status.expires_at and moment >= parse_time(status.expires_at):
         end(
             cluster,
             document,
-            "MaxLifetime",
+            Reason.MAX_LIFETIME,
             f"the session reached its maxLifetimeSeconds ({spec.get('maxLifetimeSeconds')})",
         )
         return
     idle = int(spec.get("idleTimeoutSeconds") or 0)
-    last = status.get("lastActivity") or status.get("startTime")
-    if idle and last and moment >= _time(last) + timedelta(seconds=idle):
-        end(cluster, document, "IdleTimeout", f"no execution for idleTimeoutSeconds ({idle})")
+    last = status.last_activity or status.start_time
+    if idle and last and moment >= parse_time(last) + timedelta(seconds=idle):
+        end(cluster, document, Reason.IDLE_TIMEOUT, f"no execution for idleTimeoutSeconds ({idle})")
 
 
 def sweep(cluster: Cluster) -> None:

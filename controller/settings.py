@@ -8,6 +8,7 @@ from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_vali
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from mcpexec.api.meta import GATEWAY_AUDIENCE, QUANTITY
+from mcpexec.api.sandbox import DEFAULT_WORKSPACE_SIZE
 
 KUBE_DNS = {
     "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "kube-system"}},
@@ -58,6 +59,6 @@ class OperatorSettings(BaseSettings):
     token_expiration_seconds: int = Field(default=3600, ge=600)
     metrics_port: int = 9090
     # Every task's /workspace (an emptyDir): the kubelet evicts a pod that writes more, and the task fails saying so.
-    workspace_size: Annotated[str, StringConstraints(pattern=QUANTITY)] = "1Gi"
+    workspace_size: Annotated[str, StringConstraints(pattern=QUANTITY)] = DEFAULT_WORKSPACE_SIZE
     sweep_interval_seconds: float = Field(default=10, gt=0)
     generated_secrets: list[GeneratedSecret] = Field(default_factory=list)

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import Any
 
 from kubernetes.client.exceptions import ApiException
 
@@ -22,14 +21,15 @@ from gateway.cluster.servers import ClusterServers, Refusal
 from gateway.errors import GatewayError
 from gateway.tools.catalog import Catalog
 from mcpexec.api.conditions import Progress, merge_conditions, readiness
+from mcpexec.api.reasons import Reason
+from mcpexec.api.status import MCPServerStatus, ToolSummary
 
 log = logging.getLogger("mcpexec.gateway.server_status")
 
 MAX_TOOLS = 200  # bounded: a status is part of every read of the resource
 DESCRIPTION_CHARS = 160
-# What the gateway writes. A desired status without the tools keeps the last listed ones (an unreachable server's);
-# a key set to None is removed (a merge patch): the tools of a server now refused.
-_FIELDS = ("observedGeneration", "conditions", "toolCount", "tools")
+# A desired status without the tools keeps the last listed ones (an unreachable server's); tools set to None are
+# removed (MCPServerStatus.patch, a merge patch): the tools of a server now refused.
 
 
 def _summary(description: str | None) -> str:
@@ -37,32 +37,33 @@ def _summary(description: str | None) -> str:
     return first if len(first) <= DESCRIPTION_CHARS else first[: DESCRIPTION_CHARS - 1] + "…"
 
 
-def desired_status(tools: list[tuple[str, str | None]] | None, problem: str | None) -> dict[str, Any]:
+def desired_status(tools: list[tuple[str, str | None]] | None, problem: str | None) -> MCPServerStatus:
     """The status for a probe's outcome: the tools (name, description) when listed, else the problem."""
     if problem is None:
-        conditions = readiness(True, Progress.CURRENT, "ToolsListed", f"{len(tools or [])} tools")
+        conditions = readiness(True, Progress.CURRENT, Reason.TOOLS_LISTED, f"{len(tools or [])} tools")
     else:
-        conditions = readiness(False, Progress.IN_PROGRESS, "Unreachable", problem)
-    status: dict[str, Any] = {"conditions": conditions}
-    if tools is not None:
-        status["toolCount"] = len(tools)
-        status["tools"] = [{"name": name, "description": _summary(text)} for name, text in tools[:MAX_TOOLS]]
-    return status
+        conditions = readiness(False, Progress.IN_PROGRESS, Reason.UNREACHABLE, problem)
+    if tools is None:
+        return MCPServerStatus(conditions=conditions)
+    listed = [ToolSummary(name=name, description=_summary(text)) for name, text in tools[:MAX_TOOLS]]
+    return MCPServerStatus(conditions=conditions, tool_count=len(tools), tools=listed)
 
 
-def first_seen_status() -> dict[str, Any]:
+def first_seen_status() -> MCPServerStatus:
     """A server (or a generation of it) not probed yet."""
-    return {"conditions": readiness(None, Progress.IN_PROGRESS, "Probing", "the gateway is connecting to the server")}
+    message = "the gateway is connecting to the server"
+    return MCPServerStatus(conditions=readiness(None, Progress.IN_PROGRESS, Reason.PROBING, message))
 
 
-def refused_status(refusal: Refusal) -> dict[str, Any]:
+def refused_status(refusal: Refusal) -> MCPServerStatus:
     conditions = readiness(False, Progress.STALLED, refusal.reason, refusal.message)
-    return {"conditions": conditions, "toolCount": None, "tools": None}
+    return MCPServerStatus(conditions=conditions, tool_count=None, tools=None)
 
 
-def _comparable(status: dict[str, Any]) -> dict[str, Any]:
-    conditions = [{k: v for k, v in c.items() if k != "lastTransitionTime"} for c in status.get("conditions") or []]
-    return {key: status.get(key) for key in _FIELDS} | {"conditions": conditions}
+def _comparable(status: MCPServerStatus) -> MCPServerStatus:
+    """The status but for its conditions' lastTransitionTime."""
+    conditions = [c.model_copy(update={"last_transition_time": None}) for c in status.conditions or []]
+    return status.model_copy(update={"conditions": conditions})
 
 
 class ServerStatusReporter:
@@ -71,29 +72,33 @@ class ServerStatusReporter:
         self._servers = servers
         self._catalog = catalog
 
-    async def _probe(self, key: str) -> dict[str, Any]:
+    async def _probe(self, key: str) -> MCPServerStatus:
         try:
             tools = await self._catalog.probe(key)
         except GatewayError as exc:
             return desired_status(None, exc.message)
         return desired_status([(t.name, t.description) for t in tools], None)
 
-    async def _write(self, key: str, desired: dict[str, Any]) -> bool:
+    async def _write(self, key: str, desired: MCPServerStatus) -> bool:
         """Patch the server's status to `desired` (its generation stamped) unless it already says so."""
-        current = self._servers.status(key)
+        current = MCPServerStatus.model_validate(self._servers.status(key))
         generation = self._servers.generation(key)
-        status = {field: desired.get(field, current.get(field)) for field in _FIELDS}
-        status["observedGeneration"] = generation
-        status["conditions"] = merge_conditions(current.get("conditions") or [], desired["conditions"], generation)
+        status = MCPServerStatus(
+            observed_generation=generation,
+            conditions=merge_conditions(current.conditions or [], desired.conditions or [], generation),
+            tool_count=(desired if "tool_count" in desired.model_fields_set else current).tool_count,
+            tools=(desired if "tools" in desired.model_fields_set else current).tools,
+        )
         if _comparable(status) == _comparable(current):
             return False
         namespace, name = key.split("/", 1)
+        patch = status.patch()
         try:
-            await asyncio.to_thread(self._directory.patch_mcp_server_status, namespace, name, status)
+            await asyncio.to_thread(self._directory.patch_mcp_server_status, namespace, name, patch)
         except ApiException as exc:  # deleted meanwhile, or no RBAC: said once per round, not fatal
             log.warning("patching MCPServer status failed", extra={"server": key, "status": exc.status})
             return False
-        self._servers.remember_status(key, {k: v for k, v in status.items() if v is not None})
+        self._servers.remember_status(key, {k: v for k, v in patch.items() if v is not None})
         return True
 
     async def report_once(self) -> int:

@@ -18,6 +18,7 @@ from pydantic import ValidationError
 from gateway.cluster.directory import KubeDirectory
 from mcpexec.api.mcpserver import MCPServer, MCPServerSpec
 from mcpexec.api.meta import validation_message
+from mcpexec.api.reasons import Reason
 
 log = logging.getLogger("mcpexec.gateway.servers")
 WATCH_SECONDS = 5
@@ -27,7 +28,7 @@ WATCH_SECONDS = 5
 class Refusal:
     """Why the gateway does not serve an MCPServer (said in its status: Stalled, Ready=False)."""
 
-    reason: Literal["InvalidSpec", "NotServed"]
+    reason: Literal[Reason.INVALID_SPEC, Reason.NOT_SERVED]
     message: str
 
 
@@ -51,7 +52,7 @@ def classify(items: list[dict[str, Any]], stdio_namespaces: frozenset[str]) -> L
             server = MCPServer.model_validate(item)
         except ValidationError as exc:
             log.warning("ignoring invalid MCPServer", extra={"metadata": meta, "error": str(exc)})
-            listing.refused[key] = Refusal("InvalidSpec", validation_message(exc))
+            listing.refused[key] = Refusal(Reason.INVALID_SPEC, validation_message(exc))
             continue
         if server.spec.transport == "stdio" and server.metadata.namespace not in stdio_namespaces:
             log.warning("ignoring stdio MCPServer outside MCPEXEC_STDIO_SERVER_NAMESPACES", extra={"metadata": meta})
@@ -59,7 +60,7 @@ def classify(items: list[dict[str, Any]], stdio_namespaces: frozenset[str]) -> L
                 f"the gateway runs stdio MCP servers only from the namespaces its administrator trusts "
                 f"(gateway.stdioServerNamespaces), and {server.metadata.namespace} is not one of them"
             )
-            listing.refused[key] = Refusal("NotServed", message)
+            listing.refused[key] = Refusal(Reason.NOT_SERVED, message)
             continue
         listing.served[key] = server
     return listing

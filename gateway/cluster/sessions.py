@@ -20,7 +20,6 @@ import logging
 import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import Any
 
 from kubernetes.client.exceptions import ApiException
@@ -39,6 +38,8 @@ from gateway.executions.models import (
 )
 from mcpexec.api.agentsession import MAX_LIFETIME_SECONDS, SessionPhase
 from mcpexec.api.meta import AGENTSESSION_PLURAL, GROUP
+from mcpexec.api.status import AgentSessionStatus, SessionUsage
+from mcpexec.api.timestamps import now
 
 log = logging.getLogger("mcpexec.gateway.sessions")
 
@@ -183,9 +184,8 @@ class ClusterSessions:
             return
         activity.written = time.monotonic()
         meta = document["metadata"]
-        stamp = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-        status = {"lastActivity": stamp, "usage": {"executions": activity.executions}}
+        status = AgentSessionStatus(last_activity=now(), usage=SessionUsage(executions=activity.executions))
         try:
-            await asyncio.to_thread(self.directory.patch_session_status, meta["namespace"], meta["name"], status)
+            await asyncio.to_thread(self.directory.patch_session_status, meta["namespace"], meta["name"], status.wire())
         except ApiException as exc:  # the execution goes on; the next one records again
             log.warning("could not record session activity", extra={"session": meta["name"], "status": exc.status})

@@ -21,6 +21,9 @@ class ToolPolicy(SpecModel):
     deny: list[Annotated[str, Field(min_length=1, max_length=253)]] = Field(default_factory=list)
 
 
+# A task's /workspace bound when none is configured: the operator's emptyDir sizeLimit (the chart's
+# tasks.workspaceSize), and `mcpexec run --workspace-size`'s default.
+DEFAULT_WORKSPACE_SIZE = "1Gi"
 # /skills of a task that names no skills owner: the run's own, gone with it (an emptyDir in the cluster).
 SCRATCH_SKILLS_SIZE = "64Mi"
 

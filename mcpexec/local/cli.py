@@ -20,8 +20,8 @@ from gateway.settings import LLMSettings, LLMUpstream
 from gateway.telemetry.logs import configure as configure_logs
 from mcpexec.api.agenttask import AgentTask, parse_agenttask
 from mcpexec.api.mcpserver import MCPServerSpec
+from mcpexec.api.sandbox import DEFAULT_WORKSPACE_SIZE
 from mcpexec.local.run import (
-    DEFAULT_WORKSPACE_SIZE,
     WORKSPACE_SIZE_RANGE,
     LocalOutcome,
     TaskError,

@@ -28,7 +28,7 @@ from mcpexec.api.agenttask import AgentTask, Phase, runtime_task_config
 from mcpexec.api.mcpserver import MCPServerSpec
 from mcpexec.api.pii import PiiDeclaration
 from mcpexec.api.result import RuntimeResult
-from mcpexec.api.sandbox import SCRATCH_SKILLS_SIZE
+from mcpexec.api.sandbox import DEFAULT_WORKSPACE_SIZE, SCRATCH_SKILLS_SIZE
 from mcpexec.local.hostfs import UnsafeHostFile, read_beneath, sweep
 from mcpexec.local.run_pruning import prune_runs
 from mcpexec.local.sandbox.base import Completed, Sandbox, SandboxRun
@@ -40,9 +40,8 @@ log = logging.getLogger("mcpexec.local_run")  # the logger name users filter on,
 # When a task sets no limit (the AgentTask's default limits are 1 CPU and 512Mi).
 DEFAULT_MEMORY = "512Mi"
 DEFAULT_CPU = "1"
-# /workspace's bound (the cluster's tasks.workspaceSize default), and what `--workspace-size` may ask: at least room
-# for output.log's 16 MiB, at most what a laptop's disk can be expected to give one run.
-DEFAULT_WORKSPACE_SIZE = "1Gi"
+# What `--workspace-size` may ask (its default: DEFAULT_WORKSPACE_SIZE, the cluster's): at least room for
+# output.log's 16 MiB, at most what a laptop's disk can be expected to give one run.
 WORKSPACE_SIZE_RANGE = ("16Mi", "64Gi")
 # Run folders kept under runs/ (MCPEXEC_KEEP_RUNS): a working session's worth to look back at, while the worst case
 # a hostile task can pin on the disk stays this many workspace bounds (20 GiB at the default).

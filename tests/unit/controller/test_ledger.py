@@ -32,23 +32,23 @@ def test_a_recreated_identical_task_gets_the_earlier_outcome_without_running() -
     entry = _ran(_task("a"))["export"]
     refused = ledger.refusal(entry, _task("b"))
     assert refused is not None
-    assert (refused["phase"], refused["reason"]) == ("Succeeded", "AlreadyRan")
-    assert "uid a" in refused["message"] and ledger.RUN_AGAIN_ANNOTATION in refused["message"]
+    assert (refused.phase, refused.reason) == ("Succeeded", "AlreadyRan")
+    assert "uid a" in refused.message and ledger.RUN_AGAIN_ANNOTATION in refused.message
     failed = ledger.refusal(_ran(_task("a"), Phase.TIMED_OUT, "DeadlineExceeded")["export"], _task("b"))
-    assert failed is not None and (failed["phase"], failed["reason"]) == ("TimedOut", "AlreadyRan")
-    assert "DeadlineExceeded" in failed["message"]
+    assert failed is not None and (failed.phase, failed.reason) == ("TimedOut", "AlreadyRan")
+    assert "DeadlineExceeded" in failed.message
 
 
 def test_a_run_deleted_before_it_finished_is_not_run_again_and_reads_failed() -> None:
     refused = ledger.refusal(_ran(_task("a"), None)["export"], _task("b"))
-    assert refused is not None and (refused["phase"], refused["reason"]) == ("Failed", "AlreadyRan")
-    assert "deleted before it finished" in refused["message"]
+    assert refused is not None and (refused.phase, refused.reason) == ("Failed", "AlreadyRan")
+    assert "deleted before it finished" in refused.message
 
 
 def test_a_changed_spec_under_a_name_that_ran_needs_the_opt_in_too() -> None:
     """A Replace/force sync of an edited spec is a delete and a create: it must not run silently."""
     refused = ledger.refusal(_ran(_task("a"))["export"], _task("b", code="print(2)"))
-    assert refused is not None and (refused["phase"], refused["reason"]) == ("Failed", "SpecChangedAfterRun")
+    assert refused is not None and (refused.phase, refused.reason) == ("Failed", "SpecChangedAfterRun")
 
 
 def test_the_opt_in_runs_once_per_new_value() -> None:

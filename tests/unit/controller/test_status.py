@@ -6,11 +6,26 @@ import json
 from typing import Any
 
 from controller.status import duration, merge, observe
-from mcpexec.api.conditions import find
+from mcpexec.api.status import AgentTaskStatus
 
 
 def _job(*conditions: dict[str, str], **status: Any) -> dict[str, Any]:
     return {"metadata": {"name": "mcpexec-t"}, "status": {"conditions": list(conditions), **status}}
+
+
+def _observe(job: dict[str, Any], pods: list[dict[str, Any]]) -> dict[str, Any]:
+    """observe(), as the status it writes reads on the wire."""
+    return observe(job, pods).wire()
+
+
+def _merge(current: dict[str, Any], observed: dict[str, Any], generation: int) -> dict[str, Any]:
+    """merge() of statuses as they read on the wire, and its result as it is written."""
+    parsed = AgentTaskStatus.model_validate
+    return merge(parsed(current), parsed(observed), generation).wire()
+
+
+def _find(conditions: list[dict[str, Any]], type_: str) -> dict[str, Any] | None:
+    return next((c for c in conditions if c["type"] == type_), None)
 
 
 def _pod(phase: str, terminated: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -22,18 +37,18 @@ def _pod(phase: str, terminated: dict[str, Any] | None = None) -> dict[str, Any]
 
 
 def test_running_pod_means_running() -> None:
-    assert observe(_job(), [_pod("Running")])["phase"] == "Running"
+    assert _observe(_job(), [_pod("Running")])["phase"] == "Running"
 
 
 def test_phase_never_moves_backwards() -> None:
     current = {"phase": "Running", "conditions": []}
-    assert merge(current, observe(_job(), []), 1)["phase"] == "Running"
+    assert _merge(current, _observe(_job(), []), 1)["phase"] == "Running"
 
 
 def test_finished_status_is_final() -> None:
-    done = merge(
+    done = _merge(
         {},
-        observe(
+        _observe(
             _job(
                 {"type": "Complete", "status": "True"},
                 completionTime="2026-01-01T00:00:05Z",
@@ -44,14 +59,14 @@ def test_finished_status_is_final() -> None:
         1,
     )
     assert done["phase"] == "Succeeded" and done["duration"] == "5s"
-    late = observe(_job({"type": "Failed", "status": "True", "reason": "BackoffLimitExceeded"}), [])
-    assert merge(done, late, 1) == done
+    late = _observe(_job({"type": "Failed", "status": "True", "reason": "BackoffLimitExceeded"}), [])
+    assert _merge(done, late, 1) == done
 
 
 def test_json_termination_message_gives_result_usage_and_error() -> None:
     message = json.dumps({"phase": "Failed", "result": "partial", "error": "boom", "usage": {"toolCalls": 2}})
     pod = _pod("Failed", {"exitCode": 1, "message": message})
-    status = observe(_job({"type": "Failed", "status": "True", "reason": "BackoffLimitExceeded"}), [pod])
+    status = _observe(_job({"type": "Failed", "status": "True", "reason": "BackoffLimitExceeded"}), [pod])
     assert status["phase"] == "Failed"
     assert status["result"] == "partial"
     assert status["usage"] == {"llmTurns": 0, "tokensIn": 0, "tokensOut": 0, "toolCalls": 2}
@@ -61,12 +76,12 @@ def test_json_termination_message_gives_result_usage_and_error() -> None:
 
 def test_plain_termination_message_is_kept_as_text_and_bounded() -> None:
     pod = _pod("Succeeded", {"exitCode": 0, "message": "x" * 5000})
-    status = observe(_job({"type": "Complete", "status": "True"}), [pod])
+    status = _observe(_job({"type": "Complete", "status": "True"}), [pod])
     assert status["result"] == "x" * 4096
 
 
 def test_deadline_is_timed_out() -> None:
-    status = observe(_job({"type": "Failed", "status": "True", "reason": "DeadlineExceeded", "message": "late"}), [])
+    status = _observe(_job({"type": "Failed", "status": "True", "reason": "DeadlineExceeded", "message": "late"}), [])
     assert status["phase"] == "TimedOut"
     assert status["conditions"][0]["reason"] == "DeadlineExceeded"
 
@@ -90,7 +105,7 @@ def test_an_evicted_pod_says_why_the_task_failed() -> None:
         "reason": "BackoffLimitExceeded",
         "message": "Job has reached the specified backoff limit",
     }
-    status = observe(_job(failed), [evicted])
+    status = _observe(_job(failed), [evicted])
     assert status["phase"] == "Failed"
     assert (
         status["conditions"][0]["message"] == 'evicted: Usage of EmptyDir volume "workspace" exceeds the limit "16Mi".'
@@ -102,34 +117,34 @@ def test_a_termination_message_nested_past_the_parsers_depth_is_kept_as_text() -
     nested = "[" * 4000
     terminated = {"exitCode": 0, "message": nested}
     complete = {"type": "Complete", "status": "True"}
-    assert observe(_job(complete), [_pod("Succeeded", terminated)])["result"] == nested[:4096]
+    assert _observe(_job(complete), [_pod("Succeeded", terminated)])["result"] == nested[:4096]
 
 
 def _kstatus(status: dict[str, Any]) -> dict[str, tuple[str, str]]:
     return {
         t: (c["status"], c["reason"])
         for t in ("Succeeded", "Reconciling", "Stalled")
-        if (c := find(status["conditions"], t))
+        if (c := _find(status["conditions"], t))
     }
 
 
 def test_an_active_task_is_reconciling_with_its_phase_or_what_it_waits_for() -> None:
     accepted = {"phase": "Pending", "conditions": [{"type": "Accepted", "status": "True", "reason": "JobCreated",
                                                     "message": "sandboxed Job created"}]}  # fmt: skip
-    pending = merge({}, accepted, 1)
+    pending = _merge({}, accepted, 1)
     assert _kstatus(pending) == {
         "Succeeded": ("Unknown", "Pending"), "Reconciling": ("True", "Pending"), "Stalled": ("False", "Pending"),
     }  # fmt: skip
-    running = merge(pending, observe(_job(), [_pod("Running")]), 1)
+    running = _merge(pending, _observe(_job(), [_pod("Running")]), 1)
     assert _kstatus(running)["Reconciling"] == ("True", "Running")
     waiting = {"phase": "Pending", "conditions": [{"type": "Accepted", "status": "False", "reason": "PoolEmpty",
                                                    "message": "no idle sandbox"}]}  # fmt: skip
-    assert _kstatus(merge({}, waiting, 1))["Reconciling"] == ("True", "PoolEmpty")
+    assert _kstatus(_merge({}, waiting, 1))["Reconciling"] == ("True", "PoolEmpty")
 
 
 def test_a_finished_task_is_current_or_stalled_and_every_condition_has_its_generation() -> None:
     complete = {"type": "Complete", "status": "True"}
-    succeeded = merge({}, observe(_job(complete), [_pod("Succeeded", {"exitCode": 0})]), 3)
+    succeeded = _merge({}, _observe(_job(complete), [_pod("Succeeded", {"exitCode": 0})]), 3)
     assert _kstatus(succeeded) == {
         "Succeeded": ("True", "Succeeded"), "Reconciling": ("False", "Succeeded"), "Stalled": ("False", "Succeeded"),
     }  # fmt: skip
@@ -137,15 +152,15 @@ def test_a_finished_task_is_current_or_stalled_and_every_condition_has_its_gener
     assert {c["observedGeneration"] for c in succeeded["conditions"]} == {3}
     assert all(c["lastTransitionTime"] for c in succeeded["conditions"])
     deadline = {"type": "Failed", "status": "True", "reason": "DeadlineExceeded", "message": "late"}
-    timed_out = merge({}, observe(_job(deadline), []), 1)
+    timed_out = _merge({}, _observe(_job(deadline), []), 1)
     assert _kstatus(timed_out) == {
         "Succeeded": ("False", "DeadlineExceeded"), "Reconciling": ("False", "DeadlineExceeded"),
         "Stalled": ("True", "DeadlineExceeded"),
     }  # fmt: skip
-    assert find(timed_out["conditions"], "Stalled")["message"] == "late"  # type: ignore[index]
+    assert _find(timed_out["conditions"], "Stalled")["message"] == "late"  # type: ignore[index]
 
 
 def test_an_unchanged_observation_changes_nothing() -> None:
     """The operator writes a status only when it differs: a second merge of the same observation is a no-op."""
-    first = merge({}, observe(_job(), [_pod("Running")]), 1)
-    assert merge(first, observe(_job(), [_pod("Running")]), 1) == first
+    first = _merge({}, _observe(_job(), [_pod("Running")]), 1)
+    assert _merge(first, _observe(_job(), [_pod("Running")]), 1) == first

@@ -6,7 +6,6 @@ from typing import Any
 
 from gateway.cluster.server_status import desired_status, first_seen_status, refused_status
 from gateway.cluster.servers import classify
-from mcpexec.api.conditions import find
 
 
 def _server(name: str, namespace: str, spec: dict[str, Any], generation: int = 1) -> dict[str, Any]:
@@ -18,7 +17,7 @@ def _states(status: dict[str, Any]) -> dict[str, tuple[str, str]]:
     return {
         t: (c["status"], c["reason"])
         for t in ("Ready", "Reconciling", "Stalled")
-        if (c := find(status["conditions"], t))
+        if (c := next((c for c in status["conditions"] if c["type"] == t), None))
     }
 
 
@@ -44,19 +43,19 @@ def test_servers_the_gateway_does_not_serve_are_refused_with_why() -> None:
 
 
 def test_each_outcome_in_kstatus_terms() -> None:
-    assert _states(first_seen_status()) == {
+    assert _states(first_seen_status().patch()) == {
         "Ready": ("Unknown", "Probing"), "Reconciling": ("True", "Probing"), "Stalled": ("False", "Probing"),
     }  # fmt: skip
-    ready = desired_status([("list", "List things.\nMore.")], None)
+    ready = desired_status([("list", "List things.\nMore.")], None).patch()
     assert _states(ready)["Ready"] == ("True", "ToolsListed") and ready["tools"] == [
         {"name": "list", "description": "List things."}
     ]
-    down = desired_status(None, "connection refused")
+    down = desired_status(None, "connection refused").patch()
     assert _states(down) == {
         "Ready": ("False", "Unreachable"), "Reconciling": ("True", "Unreachable"), "Stalled": ("False", "Unreachable"),
     }  # fmt: skip
     assert "tools" not in down, "the last listed tools are kept while it is unreachable"
     classified = classify([_server("tools", "a", {"transport": "stdio", "command": ["x"]})], frozenset())
-    refused = refused_status(classified.refused["a/tools"])
+    refused = refused_status(classified.refused["a/tools"]).patch()
     assert _states(refused)["Stalled"] == ("True", "NotServed")
     assert refused["tools"] is None and refused["toolCount"] is None, "removed: a refused server lists nothing"
