@@ -50,6 +50,17 @@ pub fn chars(text: &str) -> Vec<char> {
     text.chars().collect()
 }
 
+/// The text as a Japanese or Chinese input method types it: full-width digits, plus and hyphen.
+pub fn full_width(text: &str) -> String {
+    let width = |c: char| match c {
+        '0'..='9' => char::from_u32(0xff10 + (c as u32 - '0' as u32)).expect("a full-width digit"),
+        '+' => '\u{ff0b}',
+        '-' => '\u{ff0d}',
+        _ => c,
+    };
+    text.chars().map(width).collect()
+}
+
 /// What a scan of `chars` finds for national numbers of `regions`, by position, and the work it did.
 fn scanned(regions: &[&str], chars: &[char]) -> (Vec<Found>, u64) {
     let (national, ibans) = (national(regions), registry());
