@@ -50,6 +50,10 @@ lint: install-local
 	$(PY) -m ruff format --check mcpexec controller gateway runtime images tests
 	$(PY) -m mypy mcpexec controller gateway runtime
 	.venv/bin/lint-imports
+	PATH="$$PATH:$${CARGO_HOME:-$$HOME/.cargo}/bin" cargo fmt --check --manifest-path native/pii-scan/Cargo.toml
+	PATH="$$PATH:$${CARGO_HOME:-$$HOME/.cargo}/bin" \
+	  CARGO_TARGET_DIR="$${MCPEXEC_CACHE:-$${XDG_CACHE_HOME:-$$HOME/.cache}/mcpexec}/cargo-target/pii-scan" \
+	  cargo clippy --locked --all-targets --manifest-path native/pii-scan/Cargo.toml -- -D warnings
 
 # `make bench` runs every bench; `make bench NAME...` only those (e.g. make bench operator_throughput).
 ifeq (bench,$(firstword $(MAKECMDGOALS)))

@@ -5,9 +5,9 @@
 #   2. copy out of it the files of python3's package closure (images/slim_rootfs.py; cached): no shell,
 #      no apt, no pip; stdlib precompiled;
 #   3. per image, add the runtime package (runtime) or the project installed with its dependencies by the
-#      image's own python3 (controller, gateway; with the PII scanner's wheel, native/pii-scan, built on this
-#      host: its manylinux tag must fit bookworm's glibc 2.36, which that pip checks), check that the entry
-#      module imports as uid 65534,
+#      image's own python3 (controller, gateway; the gateway's also with the PII scanner's wheel, native/pii-scan,
+#      built on this host: its manylinux tag must fit bookworm's glibc 2.36, which that pip checks; the operator
+#      never imports it), check that the entry module imports as uid 65534,
 #      and commit with buildah to a docker-archive that `ctr -n k8s.io images import` or `podman load` take.
 #   4. redis (the chart's bundled PII vault where redis:7.2-alpine cannot be pulled): Debian's redis-server
 #      package closure, uid 999, entrypoint redis-server.
@@ -21,6 +21,7 @@ CACHE_ROOT="${MCPEXEC_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/mcpexec}"
 VERSION="$(sed -n 's/^version = "\(.*\)"/\1/p' pyproject.toml | head -1)"
 SUITE=bookworm
 BASE="$CACHE_ROOT/rootfs/$SUITE-python3-pip"
+STAGE="$BASE/tmp/mcpexec-build"  # what the build root's pip installs, as /tmp/mcpexec-build
 # Derived from BASE by images/slim_rootfs.py: keyed by that script, so a change to it rebuilds.
 SLIM="$CACHE_ROOT/rootfs/$SUITE-python3-slim-$(sha256sum images/slim_rootfs.py | cut -c1-12)"
 OUT="$CACHE_ROOT/images"
@@ -83,42 +84,64 @@ work="$(mktemp -d)"
 ctr=""
 cleanup() {
   [ -z "$ctr" ] || buildah rm "$ctr" >/dev/null 2>&1 || true
-  rm -rf "$work" "$BASE/tmp/mcpexec-build"
+  rm -rf "$work" "$STAGE"
 }
 trap cleanup EXIT
 
-# The project and its dependencies, installed once per run by the image's own python3 and pip, so that
-# environment markers resolve for the image's Python (redis needs async-timeout below 3.11.3: bookworm
-# has 3.11.2). pip inside the chroot reaches the package index with this machine's DNS and CA bundle.
-app_site() {
-  [ ! -d "$work/site" ] || return 0
-  log "the project and its dependencies (pip in $SUITE's python3)"
-  mkdir -p "$work/src"
-  cp -r pyproject.toml README.md mcpexec controller gateway runtime "$work/src/"
-  find "$work/src" -name __pycache__ -prune -exec rm -rf {} +
-  local stage="$BASE/tmp/mcpexec-build"
-  rm -rf "$stage" && mkdir -p "$stage/wheels"
-  .venv/bin/pip wheel -q --no-deps -w "$stage/wheels" "$work/src" >/dev/null
-  local wheel; wheel="$(cd "$stage/wheels" && echo mcpexec-*.whl)"
-  # The PII scanner's extension is on no index: its cached wheel goes in next to the project's.
-  local native; native="$(bash native/pii-scan/wheel.sh)"
-  cp "$native" "$stage/wheels/"
-  native="$(basename "$native")"
-  cp "${PIP_CERT:-/etc/ssl/certs/ca-certificates.crt}" "$stage/ca.crt"
+# The build root's pip installs (pip install -q --no-compile ARGS...; paths in the root), reaching the package index
+# with this machine's DNS and CA bundle, from the stage (stage_open, stage_close). A clean environment: the host's CA
+# variables (REQUESTS_CA_BUNDLE...) name files of the host, not of the root.
+stage_open() {
+  rm -rf "$STAGE" && mkdir -p "$STAGE/wheels"
+  cp "${PIP_CERT:-/etc/ssl/certs/ca-certificates.crt}" "$STAGE/ca.crt"
   cp /etc/resolv.conf "$BASE/etc/resolv.conf"
-  # A clean environment: the host's CA variables (REQUESTS_CA_BUNDLE...) name files of the host, not of the root.
+}
+stage_close() {
+  rm -f "$BASE/etc/resolv.conf"
+  rm -rf "$STAGE"
+}
+root_pip() {
   local passed=() var
   for var in PIP_INDEX_URL PIP_EXTRA_INDEX_URL PIP_DEFAULT_TIMEOUT http_proxy https_proxy no_proxy; do
     [ -z "${!var:-}" ] || passed+=("$var=${!var}")
   done
   env -i PATH=/usr/bin HOME=/root PIP_CERT=/tmp/mcpexec-build/ca.crt PIP_NO_CACHE_DIR=1 \
     PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_ROOT_USER_ACTION=ignore "${passed[@]}" \
-    "$(command -v chroot)" "$BASE" python3 -m pip install -q --no-compile --target /tmp/mcpexec-build/site \
-    "/tmp/mcpexec-build/wheels/$wheel" "/tmp/mcpexec-build/wheels/$native"
-  rm -f "$BASE/etc/resolv.conf"
-  rm -rf "$stage/site/bin"  # console scripts with a shebang for the build root: the images use python3 -m
-  mv "$stage/site" "$work/site"
-  rm -rf "$stage"
+    "$(command -v chroot)" "$BASE" python3 -m pip install -q --no-compile "$@"
+}
+
+# The project and its dependencies from the index (images/index_requirements.py: all but the PII scanner's
+# extension), installed once per run by the image's own python3 and pip, so that environment markers resolve for the
+# image's Python (redis needs async-timeout below 3.11.3: bookworm has 3.11.2).
+app_site() {
+  [ ! -d "$work/site" ] || return 0
+  log "the project and its dependencies (pip in $SUITE's python3)"
+  mkdir -p "$work/src"
+  cp -r pyproject.toml README.md mcpexec controller gateway runtime "$work/src/"
+  find "$work/src" -name __pycache__ -prune -exec rm -rf {} +
+  stage_open
+  .venv/bin/pip wheel -q --no-deps -w "$STAGE/wheels" "$work/src" >/dev/null
+  .venv/bin/python images/index_requirements.py >"$STAGE/requirements.txt"
+  local wheel; wheel="$(cd "$STAGE/wheels" && echo mcpexec-*.whl)"
+  root_pip --target /tmp/mcpexec-build/site -r /tmp/mcpexec-build/requirements.txt
+  # Console scripts with a shebang for the build root (the images use python3 -m), removed before the project's wheel
+  # too: pip --target leaves a folder that exists as it is, with a warning.
+  rm -rf "$STAGE/site/bin"
+  root_pip --target /tmp/mcpexec-build/site --no-deps "/tmp/mcpexec-build/wheels/$wheel"
+  rm -rf "$STAGE/site/bin"
+  mv "$STAGE/site" "$work/site"
+  stage_close
+}
+
+# The PII scanner's extension, for the gateway's image: on no index, its wheel is built here (cached by source).
+pii_site() {
+  [ ! -d "$work/pii-site" ] || return 0
+  local native; native="$(bash native/pii-scan/wheel.sh)"
+  stage_open
+  cp "$native" "$STAGE/wheels/"
+  root_pip --target /tmp/mcpexec-build/pii-site --no-deps "/tmp/mcpexec-build/wheels/$(basename "$native")"
+  mv "$STAGE/pii-site" "$work/pii-site"
+  stage_close
 }
 
 # The hash of an image's inputs: this script, the base's recipe, and the sources it copies.
@@ -127,8 +150,9 @@ inputs_hash() {
   case "$1" in
     redis) ;;
     runtime) sources+=(runtime) ;;
-    *) sources+=(runtime pyproject.toml README.md mcpexec controller gateway native/pii-scan) ;;
+    *) sources+=(runtime pyproject.toml README.md mcpexec controller gateway images/index_requirements.py) ;;
   esac
+  [ "$1" != gateway ] || sources+=(native/pii-scan)
   find "${sources[@]}" -type f ! -path '*/__pycache__/*' ! -path 'native/pii-scan/target/*' -print0 | LC_ALL=C sort -z \
     | xargs -0 sha256sum | sha256sum | cut -c1-16
 }
@@ -178,6 +202,10 @@ build_python() {
   else
     app_site
     cp -a "$work/site/." "$mnt/opt/mcpexec/"
+    if [ "$name" = gateway ]; then
+      pii_site
+      cp -a "$work/pii-site/." "$mnt/opt/mcpexec/"
+    fi
   fi
   chroot "$mnt" /usr/bin/python3 -m compileall -q /opt/mcpexec >/dev/null
   chown 65534:65534 "$mnt/workspace" "$mnt/skills"

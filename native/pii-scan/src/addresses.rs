@@ -115,3 +115,105 @@ fn ipv6(text: &str, work: &Work) -> bool {
     let hex_digits = head.chars().filter(|&c| is_hex(c)).count() + tail_digits;
     hex_digits >= 4 && text.chars().any(|c| c.is_ascii_digit()) && IPV6.is_match(text)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testing::{chars, unicode};
+
+    fn quad(text: &str) -> Option<bool> {
+        unicode();
+        ipv4(&chars(text))
+    }
+
+    #[test]
+    fn host_addresses() {
+        for address in ["203.0.113.17", "10.0.0.1", "192.168.1.254", "1.1.1.1", "255.0.0.1", "255.255.0.255"] {
+            assert_eq!(quad(address), Some(true), "{address}");
+        }
+    }
+
+    #[test]
+    fn masks_wildcards_this_network_and_x500_identifiers_are_no_hosts() {
+        for address in ["255.255.255.0", "255.255.255.255", "255.0.0.0", "255.255.255.252", "0.0.0.255", "0.0.0.0"] {
+            assert_eq!(quad(address), Some(false), "{address}");
+        }
+        assert_eq!(quad("2.5.4.3"), Some(false), "an LDAP attribute's OID (commonName)");
+        assert_eq!(quad("2.50.4.3"), Some(true));
+    }
+
+    #[test]
+    fn what_writes_no_ipv4_address() {
+        for text in
+            ["256.1.1.1", "1.2.3", "1.2.3.4.5", "010.0.0.1", "1.02.3.4", "1..2.3", "", "...", "a.b.c.d", "1.2.3.4."]
+        {
+            assert_eq!(quad(text), None, "{text}");
+        }
+    }
+
+    #[test]
+    fn octets_are_read_as_pythons_regex_read_them() {
+        // `25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d`: `\d` is any decimal digit, the others ASCII.
+        assert_eq!(quad("\u{ff11}.\u{ff10}.0.\u{ff11}"), Some(true));
+        assert_eq!(quad("1\u{ff10}.0.0.1"), Some(true));
+        assert_eq!(quad("\u{ff11}\u{ff10}.0.0.1"), None, "a full-width digit before another");
+        assert_eq!(quad("25\u{ff16}.0.0.1"), None, "256 with a full-width 6: `25[0-5]` is ASCII");
+    }
+
+    #[test]
+    fn the_ipv6_grammar_is_rfc_4291s() {
+        for address in [
+            "2001:db8::42",
+            "2001:db8:0:0:0:0:2:1",
+            "::",
+            "::1",
+            "1::",
+            "fe80::1",
+            "::ffff:10.0.0.1",
+            "1:2:3:4:5:6:1.2.3.4",
+            "1:2:3:4:5:6:7::",
+            "::2:3:4:5:6:7:8",
+            "ABCD:EF01:2345:6789:ABCD:EF01:2345:6789",
+        ] {
+            assert!(IPV6.is_match(address), "{address}");
+        }
+        for text in [
+            "",
+            ":",
+            ":::",
+            "1:2:3:4:5:6:7:8:9",
+            "1::2::3",
+            "12345::",
+            "g::1",
+            "::01.2.3.4",
+            "::256.1.1.1",
+            "1:2:3:4:5:6:7:1.2.3.4",
+            "2001:db8::42 ",
+        ] {
+            assert!(!IPV6.is_match(text), "{text}");
+        }
+    }
+
+    #[test]
+    fn an_ipv6_address_has_four_hex_digits_and_a_decimal_one() {
+        let work = Work::default();
+        assert!(ipv6("2001:db8::42", &work));
+        assert!(!ipv6("1::2", &work), "a Python slice");
+        assert!(!ipv6("cafe::beef", &work), "no decimal digit");
+        assert!(!ipv6("::1", &work), "loopback: no one's address");
+        assert!(ipv6("::ffff:10.0.0.1", &work));
+    }
+
+    #[test]
+    fn a_port_written_after_an_unbracketed_address_is_no_group() {
+        fn end(text: &str) -> &str {
+            &text[..ipv6_end(text, &Work::default())]
+        }
+        assert_eq!(end("2a00:1450::9f55:5885:b460:ef46:8080"), "2a00:1450::9f55:5885:b460:ef46");
+        assert_eq!(end("2001:db8:1:2:3:4:5:6:8080"), "2001:db8:1:2:3:4:5:6", "nine groups");
+        assert_eq!(end("2001:db8::42:8080"), "2001:db8::42:8080", "as likely an address of its own");
+        assert_eq!(end("2001:db8::42"), "2001:db8::42");
+        assert_eq!(end("2001:db8::cafe"), "2001:db8::cafe");
+        assert_eq!(end(""), "");
+    }
+}

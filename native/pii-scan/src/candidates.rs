@@ -389,3 +389,290 @@ fn ipv6(text: &Text, colon: usize) -> Option<usize> {
     }
     Some(at + text.run(at, usize::MAX, address))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Entity::{CreditCard, Email, Iban, IpAddress, Phone, UsSsn};
+    use crate::testing::{assert_found, chars, scan, scan_for, unicode, work};
+
+    #[test]
+    fn each_entity_type() {
+        assert_found("mail jane.doe+x@mail.example.co.uk now", &[(Email, "jane.doe+x@mail.example.co.uk")]);
+        assert_found("call +1 202-555-0143 today", &[(Phone, "+1 202-555-0143")]);
+        assert_found("card 4111 1111 1111 1111 ok", &[(CreditCard, "4111 1111 1111 1111")]);
+        assert_found("ssn 536-90-4399.", &[(UsSsn, "536-90-4399")]);
+        assert_found("iban DE89370400440532013000", &[(Iban, "DE89370400440532013000")]);
+        assert_found("iban GB82 WEST 1234 5698 7654 32 end", &[(Iban, "GB82 WEST 1234 5698 7654 32")]);
+        assert_found("from 203.0.113.17:443", &[(IpAddress, "203.0.113.17")]);
+        assert_found("v6 2001:db8::42 here", &[(IpAddress, "2001:db8::42")]);
+        assert_found("v6 2001:db8:0:0:0:0:2:1 in full", &[(IpAddress, "2001:db8:0:0:0:0:2:1")]);
+        assert_found("link-local fe80::1%eth0", &[(IpAddress, "fe80::1")]);
+    }
+
+    #[test]
+    fn look_alikes() {
+        for text in [
+            "iban DE89370400440532013001 fails its checksum",
+            "bad iban DE12370400440532013000",
+            "version 1.2.3.4.5 and 999.1.1.1 are not addresses",
+            "at 12:30:45 on 2024-01-02, order 12345, id C001",
+            r#"[{"created": "2026-11-23 08:27:00"}, {"t": "1:2:3:4:5:6:7"}]"#,
+            "not an email: user@localhost, @here, react@18.2.0",
+            "loopback ::1 and a slice x[1::2], std::vector<int>, Foo::Bar, cafe::beef",
+            "mask 255.255.255.0, wildcard 0.0.0.255, any 0.0.0.0, LDAP cn is OID 2.5.4.3",
+            r#"AssemblyVersion("1.2.3.4") and IOS XE Software, Version 17.9.4.1"#,
+            "mac 00:1a:2b:3c:4d:5e and 00-1A-2B-3C-4D-5E",
+            "uuid 550e8400-e29b-41d4-a716-446655440000",
+            "account 012345678901 arn:aws:iam::123456789012:user/ana",
+            r#"<img src="/img/icon@2x.png"> logo@3x.webp avatar@1.5x.jpg"#,
+            "durations 12:34:56.123456 and 2024-05-06T10:00:00Z",
+        ] {
+            assert_found(text, &[]);
+        }
+    }
+
+    #[test]
+    fn url_and_form_encoded_values() {
+        assert_found("user=ANA.PATEL%40ORANGE.FR&t=1", &[(Email, "ANA.PATEL%40ORANGE.FR")]);
+        assert_found("email=o%27brien%40sky.com&x", &[(Email, "o%27brien%40sky.com")]);
+        assert_found("tel=%2B1+713+396+7854&cc", &[(Phone, "%2B1+713+396+7854")]);
+        assert_found("cc-number=4266+7607+4871+3187&cc-exp", &[(CreditCard, "4266+7607+4871+3187")]);
+        assert_found("q=4266%204871%203187&x", &[]);
+    }
+
+    #[test]
+    fn ibans_of_any_case_spacing_and_script_around_them() {
+        assert_found("iban de89 3704 0044 0532 0130 00", &[(Iban, "de89 3704 0044 0532 0130 00")]);
+        assert_found("iban de89370400440532013000", &[(Iban, "de89370400440532013000")]);
+        assert_found("Norway NO9386011117947", &[(Iban, "NO9386011117947")]);
+        assert_found("Saudi SA03 8000 0000 6080 1016 7519 from", &[(Iban, "SA03 8000 0000 6080 1016 7519")]);
+        assert_found("振込先はDE89370400440532013000です", &[(Iban, "DE89370400440532013000")]);
+        assert_found("xDE89370400440532013000", &[]);
+        assert_found(
+            "iban AT61 1904 3002 3457 3201 4111 1111 1111 1111",
+            &[(Iban, "AT61 1904 3002 3457 3201"), (CreditCard, "4111 1111 1111 1111")],
+        );
+    }
+
+    #[test]
+    fn addresses_at_a_sentences_end() {
+        assert_found("blocked traffic from 10.0.0.1.", &[(IpAddress, "10.0.0.1")]);
+        assert_found("and from 2001:db8::42.", &[(IpAddress, "2001:db8::42")]);
+        assert_found("client ::ffff:10.0.0.1 - -", &[(IpAddress, "::ffff:10.0.0.1")]);
+        assert_found(
+            "timed out to 2a00:1450::9f55:5885:b460:ef46:8080",
+            &[(IpAddress, "2a00:1450::9f55:5885:b460:ef46")],
+        );
+        assert_found("ver 10.0.0.1 and version 10.0.0.1", &[(IpAddress, "10.0.0.1")]);
+    }
+
+    #[test]
+    fn escapes_in_raw_json_text() {
+        assert_found(r#""Contact:\nana@x.com""#, &[(Email, "ana@x.com")]);
+        assert_found(r#""\tana@x.com \"bob@y.org\"""#, &[(Email, "ana@x.com"), (Email, "bob@y.org")]);
+        assert_found(r#""ana\u0040x.com""#, &[(Email, r"ana\u0040x.com")]);
+        assert_found(r#""\u003cana@x.com\u003e""#, &[(Email, "ana@x.com")]);
+        assert_found(r#""Phone:\t+46796229608\t#647015""#, &[]); // +46: no Swedish numbers in the sample
+        assert_found(r#""Phone:\t+4915146734012\t#647015""#, &[(Phone, "+4915146734012")]);
+        assert_found(r#""Lines:\n0301 2345 6789 0123 and \n10.0.0.1""#, &[(IpAddress, "10.0.0.1")]);
+        assert_found(r#""\nDE89370400440532013000""#, &[(Iban, "DE89370400440532013000")]);
+        assert_found(r#""\n2001:db8::42""#, &[(IpAddress, "2001:db8::42")]);
+    }
+
+    #[test]
+    fn an_email_and_the_phone_number_in_its_local_part_are_both_found() {
+        // The detector ranks them (the email wins); the scan reports both.
+        assert_found("202.555.0143@mail.org", &[(Phone, "202.555.0143"), (Email, "202.555.0143@mail.org")]);
+    }
+
+    #[test]
+    fn national_numbers_for_the_regions_asked_for_international_ones_for_all() {
+        let text = "030 1234567, +49 30 1234567, +81 3-1234-5678, (415) 555-0199";
+        let values = |regions: &[&str]| scan_for(regions, text).into_iter().map(|f| f.1).collect::<Vec<_>>();
+        assert_eq!(values(&["US"]), ["+49 30 1234567", "+81 3-1234-5678", "(415) 555-0199"]);
+        assert_eq!(values(&["DE"]), ["030 1234567", "+49 30 1234567", "+81 3-1234-5678"]);
+        assert_eq!(values(&[]), ["+49 30 1234567", "+81 3-1234-5678"]);
+    }
+
+    #[test]
+    fn empty_blank_and_unreadable_text() {
+        for text in [
+            "",
+            " ",
+            "\0",
+            "\0\0\0",
+            "\u{ffff}",
+            "\u{ffff}4111111111111111",
+            "@",
+            ":",
+            "%",
+            "%4",
+            "%40",
+            "\\",
+            "\\u004",
+        ] {
+            assert_eq!(scan(text).len(), usize::from(text.contains("4111")), "{text:?}");
+        }
+    }
+
+    #[test]
+    fn what_ends_the_text_ends_the_candidate() {
+        for text in [
+            "a@b",
+            "a@b.",
+            "a%40b.c",
+            "a\\u0040",
+            "1.2.3.",
+            "2001:db8:",
+            "DE89",
+            "DE89 3704",
+            "+",
+            "+1",
+            "(",
+            "4111 1111",
+        ] {
+            assert_found(text, &[]);
+        }
+    }
+
+    #[test]
+    fn non_ascii_text_around_values() {
+        assert_found("メールアドレスはchloe.wang@gmail.comです", &[(Email, "chloe.wang@gmail.com")]);
+        assert_found("Тел. 030 1234567, почта ana@x.ru", &[(Phone, "030 1234567"), (Email, "ana@x.ru")]);
+        assert_found("🙂 4111 1111 1111 1111 🙂", &[(CreditCard, "4111 1111 1111 1111")]);
+        assert_found("عنوان 10.0.0.1 هنا", &[(IpAddress, "10.0.0.1")]);
+        // Arabic-Indic digits are decimal digits: a card written in them is a card (offsets in code points).
+        let arabic: String =
+            "4111 1111 1111 1111".chars().map(|c| if c == ' ' { c } else { arabic_indic(c) }).collect();
+        assert_found(&format!("رقم {arabic}"), &[(CreditCard, &arabic)]);
+    }
+
+    #[test]
+    fn huge_inputs_find_nothing_they_do_not_hold() {
+        for text in [
+            "@".repeat(100_000),
+            ":".repeat(100_000),
+            "a:".repeat(50_000),
+            "%40".repeat(30_000),
+            "1.".repeat(50_000),
+            "DE89 3704 ".repeat(10_000),
+            format!("x@{}", "ab.".repeat(30_000)),
+            "\u{ff11}".repeat(100_000),
+            "\\n".repeat(50_000),
+        ] {
+            assert_eq!(scan(&text), [], "{}...", &text[..10]);
+        }
+        let many = "ana@x.com ".repeat(10_000);
+        assert_eq!(scan(&many).len(), 10_000);
+    }
+
+    /// Units repeated into values that reach every branch of the scan: doubling one at most doubles the work (the
+    /// linear-time test of tests/unit, at a smaller size).
+    #[test]
+    fn doubling_a_crafted_value_at_most_doubles_the_work() {
+        for unit in [
+            "4111 ",
+            "1",
+            "1 ",
+            "00 ",
+            "1-",
+            "1/2/",
+            "1.1.1.1.",
+            "10.0.0.1 ",
+            "2024-01-02 ",
+            "12 34-56.78/90(12)34 ",
+            "a@",
+            "a@b.cd ",
+            "a%40b.cd&",
+            "a\\u0040b.cd ",
+            ":",
+            "1:",
+            "a:",
+            "::1 ",
+            "1::",
+            "0123456789abcdef",
+            "+1 ",
+            "(",
+            "(1",
+            "%2B1",
+            "DE89",
+            "DE89 3704 ",
+            "de89370400440532013000 ",
+            "phone 0301234567 ",
+            "+49 30 1234567 ",
+            "0049 30 123456 ",
+            "4111111111111111 ",
+            "536-90-4399 ",
+            "\\n",
+            "\u{ff11} ",
+            "ORD-2025-",
+        ] {
+            let repeated = |n: usize| unit.repeat(n.div_ceil(unit.len()));
+            let (half, full) = (work(&repeated(2_048)), work(&repeated(4_096)));
+            assert!(full as f64 <= 2.5 * half as f64 + 100.0, "{unit:?}: {half} then {full}");
+            assert!(full <= 150 * repeated(4_096).chars().count() as u64, "{unit:?}: {full}");
+        }
+    }
+
+    #[test]
+    fn one_long_candidate_costs_linear_work() {
+        for (head, unit, tail) in [("x@", "ab.", "1"), ("+", "1 ", "x"), ("de89", " 3704", " from")] {
+            let text = |n: usize| format!("{head}{}{tail}", unit.repeat(n));
+            let (half, full) = (work(&text(2_000)), work(&text(4_000)));
+            assert!(full as f64 <= 2.5 * half as f64 + 100.0, "{head}{unit}...: {half} then {full}");
+        }
+    }
+
+    #[test]
+    fn a_gap_between_digit_groups() {
+        unicode();
+        for (text, digit_at) in [
+            ("1 2", Some(2)),
+            ("1 - 2", Some(4)),
+            ("1-/.2", Some(4)),
+            ("1-/. 2", None), // four separators: too many
+            ("1+2", Some(2)),
+            ("1%202", Some(4)),
+            ("1%2B2", Some(4)),
+            ("1%2b2", Some(4)),
+            ("1%2C2", None),
+            ("1\u{ff0d}2", Some(2)),
+            ("1\u{3000}\u{ff12}", Some(2)),
+            ("1,2", None),
+            ("1\t2", None),
+            ("1 a", None),
+            ("1 ", None),
+        ] {
+            let chars = chars(text);
+            assert_eq!(gap_digit(&Text::new(&chars), 1), digit_at, "{text:?}");
+        }
+    }
+
+    #[test]
+    fn a_digit_glued_to_a_word_starts_nothing() {
+        unicode();
+        for (text, free) in
+            [(" 1", true), ("a1", false), ("_1", false), ("é1", true), ("\\n1", true), ("%2B1", true), ("x1", false)]
+        {
+            let chars = chars(text);
+            let at = chars.len() - 1;
+            assert_eq!(free_digit(&Text::new(&chars), at), free, "{text:?}");
+        }
+    }
+
+    #[test]
+    fn only_an_ipv6_addresss_first_colon_is_tried() {
+        unicode();
+        let address = chars("2001:db8::42");
+        let text = Text::new(&address);
+        assert_eq!(ipv6(&text, 4), Some(12));
+        assert_eq!(ipv6(&text, 8), None, "a later colon of the same address");
+        let path = chars("std::vector");
+        assert_eq!(ipv6(&Text::new(&path), 3), None, "no decimal digit ahead");
+    }
+
+    fn arabic_indic(c: char) -> char {
+        char::from_u32(0x660 + (c as u32 - '0' as u32)).expect("an Arabic-Indic digit")
+    }
+}

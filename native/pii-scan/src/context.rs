@@ -80,3 +80,83 @@ pub fn says_ssn(text: &Text, at: usize) -> bool {
 pub fn says_version(text: &Text, at: usize) -> bool {
     before(&VERSION, text, at)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testing::{chars, unicode};
+
+    /// Whether `says` holds for a number written right after `before`.
+    fn said(says: fn(&Text, usize) -> bool, before: &str) -> bool {
+        unicode();
+        let chars = chars(&format!("{before}0301234567"));
+        says(&Text::new(&chars), before.chars().count())
+    }
+
+    #[test]
+    fn phone_words_and_keys_in_the_corpuss_languages() {
+        for before in [
+            "phone ",
+            r#""phone": ""#,
+            "Tel. ",
+            "TEL;TYPE=CELL:",
+            "Handy: ",
+            "Telefonnummer: ",
+            "téléphone : ",
+            "móvil ",
+            "telefoon ",
+            "電話\u{ff1a}",
+            "手机：",
+            "전화 ",
+            "телефон ",
+            "oncallPhone: \"",
+            "call me on ",
+            "MOBILE ",
+        ] {
+            assert!(said(says_phone, before), "{before:?}");
+        }
+    }
+
+    #[test]
+    fn no_phone_word() {
+        for before in [
+            "",
+            r#""order": ""#,
+            "hotel ",
+            "recall ",
+            r#""phone": "+49 30 1", "ts": "#, // a digit between the word and the number
+            "phone\n",
+            "phone: a long sentence of more than sixteen ", // too far from the number
+            "İphone ",                                      // İ lowers to two characters: the window is skipped
+        ] {
+            assert!(!said(says_phone, before), "{before:?}");
+        }
+    }
+
+    #[test]
+    fn the_window_is_forty_characters_back() {
+        let far = format!("phone{}", " ".repeat(WINDOW));
+        assert!(!said(says_phone, &far));
+        assert!(said(says_phone, &format!("{}phone ", "x ".repeat(100))));
+    }
+
+    #[test]
+    fn ssn_words_and_keys() {
+        for before in ["ssn ", r#"{"ssn": ""#, "SSN is ", "customerSSN=", "Social Security Number: ", "soc. sec. "] {
+            assert!(said(says_ssn, before), "{before:?}");
+        }
+        for before in ["member ", "badge ", "lessn ", "phone "] {
+            assert!(!said(says_ssn, before), "{before:?}");
+        }
+    }
+
+    #[test]
+    fn version_words() {
+        for before in ["version ", "Version: ", "ver. ", "AssemblyVersion(\"", "version=v", "VERSION/"] {
+            assert!(said(says_version, before), "{before:?}");
+        }
+        for before in ["from ", "version is now ", "conversion "] {
+            assert!(!said(says_version, before), "{before:?}");
+        }
+    }
+}

@@ -484,3 +484,201 @@ impl<'t, 'a> Run<'t, 'a> {
         sizes == [3, 2, 4] && (i + 1..=j).all(|g| self.gap(g) == ['-'])
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Entity::{CreditCard, Phone, UsSsn};
+    use crate::testing::{assert_found, chars, full_width, scan, unicode, work};
+
+    /// Where the extension written at the end of `number` (the number's last digit ends at `at`) ends.
+    fn extension_of(text: &str, at: usize) -> Option<usize> {
+        unicode();
+        let chars = chars(text);
+        extension(&Text::new(&chars), at)
+    }
+
+    #[test]
+    fn extensions_after_a_number() {
+        for (text, end) in [
+            ("1234567 x12", 11),
+            ("1234567x12", 10),
+            ("1234567 ext. 1234", 17),
+            ("1234567 Ext 1234", 16),
+            ("1234567 extension 123456", 24),
+            ("1234567;ext=89", 14),
+            ("1234567 extenſİon 12", 20), // Python's case-insensitive match folds ſ to s and İ to i
+        ] {
+            assert_eq!(extension_of(text, 7), Some(end), "{text}");
+        }
+        for text in ["1234567 x", "1234567 x1234567", "1234567\tx12", "1234567, x12", "1234567 xt 12", "1234567"] {
+            assert_eq!(extension_of(text, 7), None, "{text}");
+        }
+    }
+
+    #[test]
+    fn what_glues_a_number_to_a_word() {
+        unicode();
+        for (text, glued_to) in [("1a", true), ("1_", true), ("1-a", true), ("1.x", true), ("1/2", true)] {
+            let chars = chars(text);
+            assert_eq!(glued(&Text::new(&chars), 1), glued_to, "{text}");
+        }
+        for text in ["1 a", "1-", "1.", "1/a", "1", "1é", "1\u{ff10}"] {
+            let chars = chars(text);
+            assert!(!glued(&Text::new(&chars), 1), "{text}");
+        }
+    }
+
+    #[test]
+    fn dates_at_the_start_of_a_run() {
+        unicode();
+        for text in ["2023-05-18", "18.05.2023", "1/2/23", "2023-5-8 ", "18.05.2023 10"] {
+            let chars = chars(text);
+            assert!(date(&Text::new(&chars), 0, chars.len()), "{text}");
+        }
+        for text in ["06.27.51.36.67", "2023-05-18-1", "0301234567", "18.05.202", "2023.05/18"] {
+            let chars = chars(text);
+            assert!(!date(&Text::new(&chars), 0, chars.len()), "{text}");
+        }
+    }
+
+    #[test]
+    fn cards_as_they_are_printed() {
+        assert_found("card 4111-1111-1111-1111", &[(CreditCard, "4111-1111-1111-1111")]);
+        assert_found("amex 3782 822463 10005", &[(CreditCard, "3782 822463 10005")]);
+        assert_found("4111111111111111", &[(CreditCard, "4111111111111111")]);
+        assert_found("card 4111\u{a0}1111\u{a0}1111\u{a0}1111", &[(CreditCard, "4111\u{a0}1111\u{a0}1111\u{a0}1111")]);
+        let card = full_width("4111 1111 1111 1111");
+        assert_found(&card, &[(CreditCard, &card)]);
+    }
+
+    #[test]
+    fn runs_that_are_no_cards() {
+        for text in [
+            "card 4111 1111 1111 1112 fails Luhn",
+            "4111.1111.1111.1111", // dots: no card is printed so
+            "4111 1111-1111 1111", // two separators
+            "41111 11111 11111 1", // groups no issuer prints
+            "epoch 1735689600000 and lastLogon 133497819000000000",
+            "isbn 9780306406157 and imei 356938035643809",
+            "usps 9400100000000000000000, 9400 1000 0000 0000 0000 00",
+            "sha 5f3a9b1c4e7d8a2b4111111111111111", // glued to a word
+            "id4111111111111111",
+            "4111111111111111x",
+        ] {
+            assert_found(text, &[]);
+        }
+    }
+
+    #[test]
+    fn a_card_in_a_path_segment() {
+        assert_found("demo://resource/blob/4111111111111111 end", &[(CreditCard, "4111111111111111")]);
+        assert_found("/reports/22/01/2020 and /v1/2025-769159/items", &[]);
+    }
+
+    #[test]
+    fn ssns_dashed_spaced_or_after_their_word() {
+        assert_found("ssn 123-45-6789.", &[(UsSsn, "123-45-6789")]);
+        assert_found("ssn 437 68 8725", &[(UsSsn, "437 68 8725")]);
+        assert_found(r#"{"ssn": "613288261"}"#, &[(UsSsn, "613288261")]);
+        assert_found("customerSSN=530141367", &[(UsSsn, "530141367")]);
+        assert_found("member 613288261, badge 530141367", &[]);
+        assert_found("ssn 000-12-3456 and 666-12-3456 are never issued", &[]);
+        assert_found("536-90-4399-1", &[]);
+        assert_found("536-90 4399", &[]);
+    }
+
+    #[test]
+    fn phones_national_and_international() {
+        for (text, phone) in [
+            ("or (415) 555-0199", "(415) 555-0199"),
+            ("Berlin 030 1234567", "030 1234567"),
+            ("portable 07 42 26 39 86", "07 42 26 39 86"),
+            ("Manchester 0161 845 9014", "0161 845 9014"),
+            ("東京 03-6908-4061", "03-6908-4061"),
+            ("Wien 0662 123456", "0662 123456"),
+            ("trunk in brackets +49 (0)30 123456", "+49 (0)30 123456"),
+            ("dialled 0049 30 123456", "0049 30 123456"),
+            ("slash 030/1234567 end", "030/1234567"),
+            ("Vienna desk +43 1110 today", "+43 1110"),
+            ("+1 (650) 253-0000 ext. 1234", "+1 (650) 253-0000 ext. 1234"),
+            ("tel:+49-30-1234567;ext=89", "+49-30-1234567;ext=89"),
+            ("+4915146734012", "+4915146734012"),
+            ("+1\u{a0}617\u{a0}555\u{a0}0199", "+1\u{a0}617\u{a0}555\u{a0}0199"),
+            (
+                "+33\u{202f}6\u{202f}12\u{202f}34\u{202f}56\u{202f}78",
+                "+33\u{202f}6\u{202f}12\u{202f}34\u{202f}56\u{202f}78",
+            ),
+            ("the courier calls (030 1234567) first", "030 1234567"),
+            ("ou (+33 (0)6 12 34 56 78), sinon", "+33 (0)6 12 34 56 78"),
+            ("Phone:\t+1 202 555 0143\t#123456", "+1 202 555 0143"),
+            ("mobile 011 15-1234-5678", "011 15-1234-5678"),
+            ("+800 1234 5678", "+800 1234 5678"),
+        ] {
+            assert_found(text, &[(Phone, phone)]);
+        }
+    }
+
+    #[test]
+    fn full_width_phone_numbers() {
+        let berlin = full_width("030 1234567");
+        assert_found(&format!("電話{berlin}"), &[(Phone, &berlin)]);
+        let tokyo = full_width("+81 3-1234-5678");
+        assert_found(&format!("{tokyo}です"), &[(Phone, &tokyo)]);
+    }
+
+    #[test]
+    fn a_phone_word_makes_compact_digits_a_number() {
+        for text in
+            [r#""phone": "0301234567""#, "TEL;TYPE=CELL:0301234567", "電話\u{ff1a}0301234567", "call me on 4155552671"]
+        {
+            assert_eq!(scan(text).iter().map(|f| f.0).collect::<Vec<_>>(), [Phone], "{text}");
+        }
+        for text in [r#""order": "0301234567""#, "hotel 0301234567", "phone 0301234567abc"] {
+            assert_found(text, &[]);
+        }
+    }
+
+    #[test]
+    fn identifiers_counters_and_figures_are_no_phones() {
+        for text in [
+            "order ORD-2025-769159 and INV-2024-03-0471",
+            "refs 4155552671, 20251234567, 748912345678",
+            "FedEx 748912345678, UPS 1Z999AA10123456784, bytes=1048576000",
+            r#""GET /cart HTTP/1.1" 200 1103427 "-""#,
+            "isbn 978-3-16-148410-0, zip 94103-1234, build 120.0.6099.109",
+            "sent 2024-01-15 10:00:00, took 52.245003s",
+            "Betrag 937.937.105,10 €, am 01.12.2023 22.401,35 €, Chrome/166.0.83.927",
+            "chrome/950.0.1000.950 ok",
+            "oid 1.3.6.1.4.1.12345.1.1",
+            "ssn-like 015-62-0000",
+            "at 12:30:45 on 2024-01-02, order 12345",
+        ] {
+            assert_found(text, &[]);
+        }
+    }
+
+    #[test]
+    fn several_values_in_one_run() {
+        assert_found("slash 030/1234567, dots 06.12.34.56.78", &[(Phone, "030/1234567"), (Phone, "06.12.34.56.78")]);
+        assert_found("0301234567 / 0301234568", &[]);
+        assert_found("phone 0301234567 / 0301234568", &[(Phone, "0301234567")]);
+        assert_found("+49 30 1234567 +33 6 12 34 56 78", &[(Phone, "+49 30 1234567"), (Phone, "+33 6 12 34 56 78")]);
+    }
+
+    #[test]
+    fn runs_too_short_too_long_or_empty() {
+        assert_found("12345", &[]);
+        assert_found("+43 111", &[]);
+        assert_found(&"1".repeat(100_000), &[]);
+        assert_found(&"00 ".repeat(10_000), &[]);
+        assert_found(&"4111 ".repeat(10_000), &[]);
+        assert_found(&format!("+{}", "1 ".repeat(10_000)), &[]);
+    }
+
+    #[test]
+    fn a_run_of_one_separator_costs_no_check_per_group() {
+        let (half, full) = (work(&"12 ".repeat(5_000)), work(&"12 ".repeat(10_000)));
+        assert!(full <= 2 * half + 100, "{half} then {full}");
+    }
+}

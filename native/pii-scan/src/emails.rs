@@ -151,3 +151,134 @@ pub fn local_start(text: &Text, at: usize, encoded: bool) -> Option<usize> {
     }
     Some(start)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testing::{chars, unicode};
+
+    /// The address at the first at-sign of `text` written as `marker` (`@`, `%40` or `\u0040`), as the scan reads it.
+    fn address_at(text: &str, marker: &str) -> Option<String> {
+        unicode();
+        let (chars, marker) = (chars(text), chars(marker));
+        let text = Text::new(&chars);
+        let at = chars.windows(marker.len()).position(|w| w == marker)?;
+        let host = at + marker.len();
+        let end = domain_end(&text, host)?;
+        let start = local_start(&text, at, marker == ['%', '4', '0'])?;
+        domain(&text, host, end).then(|| chars[start..end].iter().collect())
+    }
+
+    fn address(text: &str) -> Option<String> {
+        address_at(text, "@")
+    }
+
+    #[test]
+    fn addresses() {
+        for (text, expected) in [
+            ("mail jane.doe+x@mail.example.co.uk now", "jane.doe+x@mail.example.co.uk"),
+            ("alice@example.com", "alice@example.com"),
+            ("o'connor@example.com", "o'connor@example.com"),
+            ("<ana@x.com>", "ana@x.com"),
+            ("ANA@EXAMPLE.ORG", "ANA@EXAMPLE.ORG"),
+            ("josé.garcía@correo.es", "josé.garcía@correo.es"),
+            ("ana@xn--bcher-kva.example", "ana@xn--bcher-kva.example"),
+            ("ana@mail.example.com.", "ana@mail.example.com"),
+            ("ana@sub-domain.example.travel", "ana@sub-domain.example.travel"),
+        ] {
+            assert_eq!(address(text).as_deref(), Some(expected), "{text}");
+        }
+    }
+
+    #[test]
+    fn no_address() {
+        for text in [
+            "@",
+            "@example.com",
+            "user@localhost",
+            "@here",
+            "react@18.2.0",
+            "ana@x.c",
+            "ana@-x.com",
+            "ana@x-.com",
+            "ana.@x.com",
+            "...@x.com",
+            "ana@x..com",
+            "ana@.com",
+            "icon@2x.png",
+            "logo@3x.WEBP",
+            "a@b.json",
+            "ana@x.c0m",
+        ] {
+            assert_eq!(address(text), None, "{text}");
+        }
+    }
+
+    #[test]
+    fn cjk_text_right_against_an_address_is_no_part_of_it() {
+        assert_eq!(address("メールアドレスはchloe.wang@gmail.comです").as_deref(), Some("chloe.wang@gmail.com"));
+        assert_eq!(address("邮箱ana@qq.com\u{ff0c}谢谢").as_deref(), Some("ana@qq.com"));
+    }
+
+    #[test]
+    fn url_encoded_and_json_escaped_at_signs() {
+        assert_eq!(address_at("user=ANA.PATEL%40ORANGE.FR&t=1", "%40").as_deref(), Some("ANA.PATEL%40ORANGE.FR"));
+        assert_eq!(address_at("email=o%27brien%40sky.com&x", "%40").as_deref(), Some("o%27brien%40sky.com"));
+        assert_eq!(address_at("to=ana%2Bnews%40x.com", "%40").as_deref(), Some("ana%2Bnews%40x.com"));
+        assert_eq!(address_at("q=%2Bana%40x.com", "%40").as_deref(), Some("ana%40x.com"), "a leading plus is no part");
+        assert_eq!(address_at(r#""ana\u0040x.com""#, r"\u0040").as_deref(), Some(r"ana\u0040x.com"));
+    }
+
+    #[test]
+    fn escapes_before_the_local_part_are_no_part_of_it() {
+        assert_eq!(address(r#""Contact:\nana@x.com""#).as_deref(), Some("ana@x.com"));
+        assert_eq!(address(r#""\tana@x.com""#).as_deref(), Some("ana@x.com"));
+        assert_eq!(address(r#""\u003cana@x.com\u003e""#).as_deref(), Some("ana@x.com"));
+        assert_eq!(address(r#""\\nana@x.com""#).as_deref(), Some("nana@x.com"), "an escaped backslash, then n");
+        assert_eq!(address("%3Cana@x.com%3E").as_deref(), Some("ana@x.com"));
+        assert_eq!(address("'.+ana@x.com").as_deref(), Some("ana@x.com"), "leading dots, quotes and plus signs");
+    }
+
+    #[test]
+    fn a_local_part_is_read_back_at_most_64_characters() {
+        let long = format!("{}@example.com", "a".repeat(100));
+        assert_eq!(address(&long), Some(format!("{}@example.com", "a".repeat(64))));
+    }
+
+    #[test]
+    fn a_domain_is_at_most_253_characters_and_a_label_63() {
+        let labels = |n: usize, size: usize| vec!["a".repeat(size); n].join(".");
+        assert!(address(&format!("ana@{}.com", labels(3, 63))).is_some());
+        assert_eq!(address(&format!("ana@{}.com", labels(1, 64))), None);
+        assert_eq!(address(&format!("ana@{}.com", labels(5, 60))), None);
+    }
+
+    #[test]
+    fn a_domain_of_many_labels_and_no_top_level_domain() {
+        unicode();
+        let labels = chars(&format!("x@{}1", "ab.".repeat(10_000)));
+        assert_eq!(domain_end(&Text::new(&labels), 2), Some(2 + 3 * 10_000 - 1), "its last label of letters is one");
+        let digits = chars(&format!("x@{}", "1.".repeat(10_000)));
+        assert_eq!(domain_end(&Text::new(&digits), 2), None);
+    }
+
+    #[test]
+    fn top_level_domains() {
+        for label in ["com", "uk", "travel", "xn--p1ai", "abcdefghijklmnopqrstuvwx"] {
+            assert!(top_level(&chars(label)), "{label}");
+        }
+        for label in ["c", "c0m", "abcdefghijklmnopqrstuvwxy", "xn--", "été", ""] {
+            assert!(!top_level(&chars(label)), "{label}");
+        }
+    }
+
+    #[test]
+    fn an_at_sign_at_either_end_of_the_text() {
+        unicode();
+        let alone = chars("@");
+        let text = Text::new(&alone);
+        assert_eq!((domain_end(&text, 1), local_start(&text, 0, false)), (None, None));
+        let last = chars("ana@");
+        assert_eq!(domain_end(&Text::new(&last), 4), None);
+    }
+}

@@ -102,3 +102,106 @@ impl Registry {
         None
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::testing::{chars, registry, unicode};
+    use crate::text::Text;
+
+    fn valid(iban: &str) -> bool {
+        unicode();
+        registry().valid(&chars(iban))
+    }
+
+    /// Where the IBAN written from the start of `text` ends.
+    fn end(text: &str) -> Option<usize> {
+        unicode();
+        let chars = chars(text);
+        registry().end(&Text::new(&chars), 0, chars.len())
+    }
+
+    #[test]
+    fn the_checksum_and_structure_of_each_country() {
+        for iban in [
+            "DE89370400440532013000",
+            "GB82WEST12345698765432",
+            "NO9386011117947",
+            "SA0380000000608010167519",
+            "AT611904300234573201",
+            "FR1420041010050500013M02606",
+            "NL91ABNA0417164300",
+        ] {
+            assert!(valid(iban), "{iban}");
+        }
+    }
+
+    #[test]
+    fn mod_97_catches_a_changed_digit_and_swapped_neighbours() {
+        assert!(!valid("DE89370400440532013001"));
+        assert!(!valid("DE98370400440532013000"), "check digits swapped");
+        assert!(!valid("DE89370400440532031000"), "two digits swapped");
+        assert!(!valid("DE00370400440532013000"));
+        assert!(!valid("GB82WEST12345698765433"));
+    }
+
+    #[test]
+    fn the_bban_must_fit_its_countrys_structure() {
+        assert!(!valid("DE8937040044053201300"), "one digit short");
+        assert!(!valid("DE893704004405320130000"), "one digit more");
+        assert!(!valid("GB82W3ST12345698765432"), "a digit where GB has a bank's letters");
+        assert!(!valid("GB82west12345698765432"), "lower case: the caller upper-cases");
+        assert!(!valid("XX89370400440532013000"), "no such country");
+        assert!(!valid("DEXX370400440532013000"), "check digits are digits");
+    }
+
+    #[test]
+    fn short_and_empty_input() {
+        for iban in ["", "D", "DE", "DE8", "DE89"] {
+            assert!(!valid(iban), "{iban:?}");
+        }
+    }
+
+    #[test]
+    fn full_width_check_digits_are_read_as_digits() {
+        // The check digits are read with Python's `\d`, as the rest of the scan reads digits.
+        assert!(valid("DE\u{ff18}\u{ff19}370400440532013000"));
+        assert!(!valid("DE89\u{ff13}70400440532013000"), "the BBAN's digits are ASCII");
+    }
+
+    #[test]
+    fn countries_in_any_case() {
+        let registry = registry();
+        assert!(registry.is_country('D', 'E') && registry.is_country('d', 'e') && registry.is_country('n', 'O'));
+        assert!(!registry.is_country('X', 'X') && !registry.is_country('E', 'D'));
+        assert!(!registry.is_country('\u{ff24}', '\u{ff25}'), "full-width letters are no country code");
+    }
+
+    #[test]
+    fn the_bban_structures_as_regexes() {
+        let patterns = registry().patterns();
+        assert_eq!(patterns["DE"], "[0-9]{8}[0-9]{10}");
+        assert_eq!(patterns["GB"], "[A-Z]{4}[0-9]{6}[0-9]{8}");
+        assert_eq!(patterns["SA"], "[0-9]{2}[A-Z0-9]{18}");
+        assert_eq!(patterns.len(), 7);
+    }
+
+    #[test]
+    fn a_bad_country_code_is_refused() {
+        for code in ["D", "DEU", ""] {
+            let formats = [(code.to_string(), "8!n10!n".to_string())].into_iter().collect();
+            assert!(super::Registry::new(formats).is_err(), "{code:?}");
+        }
+    }
+
+    #[test]
+    fn a_word_after_a_spaced_iban_is_no_group_of_it() {
+        assert_eq!(end("DE89 3704 0044 0532 0130 00"), Some(27));
+        assert_eq!(end("de89 3704 0044 0532 0130 00 from"), Some(27), "any case");
+        assert_eq!(end("AT61 1904 3002 3457 3201 from"), Some(24));
+        assert_eq!(end("DE89\u{a0}3704\u{a0}0044\u{a0}0532\u{a0}0130\u{a0}00"), Some(27), "no-break spaces");
+        assert_eq!(end("DE89370400440532013000"), Some(22));
+        assert_eq!(end("DE89 3704 0044 0532 0130 01 from"), None, "a wrong checksum");
+        assert_eq!(end("DE89 3704"), None, "shorter than any IBAN");
+        assert_eq!(end(""), None);
+    }
+}

@@ -14,6 +14,8 @@ mod emails;
 mod ibans;
 mod phones;
 mod ssns;
+#[cfg(test)]
+mod testing;
 mod text;
 
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -216,4 +218,29 @@ fn mcpexec_pii_scan(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(ipv6_grammar, module)?)?;
     module.add("MIN_DIGITS", digit_runs::MIN_DIGITS)?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn entities_are_named_as_python_names_them() {
+        let names: Vec<&str> = Entity::ALL.iter().map(|e| e.name()).collect();
+        assert_eq!(names, ["EMAIL", "IBAN", "CREDIT_CARD", "US_SSN", "IP_ADDRESS", "PHONE"]);
+    }
+
+    #[test]
+    fn the_python_checks_refuse_what_is_no_ascii_digit() {
+        assert!(luhn("4111111111111111").expect("digits") && !luhn("4111111111111112").expect("digits"));
+        for digits in ["4111-1111", "41a1", "\u{ff14}111111111111111", " 4111"] {
+            assert!(luhn(digits).is_err(), "{digits:?}");
+        }
+        assert!(luhn("").expect("no digits"));
+        assert!(ssn_valid("536904399"));
+        for digits in ["\u{ff15}36904399", "53690439\u{e9}", "", "536-90-4399"] {
+            assert!(!ssn_valid(digits), "{digits:?}");
+        }
+        assert!(ipv6_grammar("2001:db8::42") && !ipv6_grammar("2001:db8::42%eth0"));
+    }
 }

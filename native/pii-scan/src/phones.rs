@@ -19,6 +19,9 @@ use regex_automata::{Input, meta};
 
 use crate::text::Work;
 
+#[cfg(test)]
+pub mod sample;
+
 /// A number description of phonenumbers' metadata (PhoneNumberDesc).
 #[derive(FromPyObject)]
 pub struct Desc {
@@ -461,12 +464,11 @@ const MAX_CHECKED: usize = 20;
 impl National {
     pub fn new(plans: Arc<Plans>, regions: &[String]) -> Result<Self, String> {
         let mut codes: Vec<String> = Vec::new();
-        for region in regions {
-            if !codes.iter().any(|c| c == region) {
-                codes.push(region.clone());
+        for region in regions.iter().map(|r| r.to_uppercase()) {
+            if !codes.contains(&region) {
+                codes.push(region);
             }
         }
-        let codes: Vec<String> = codes.iter().map(|c| c.to_uppercase()).collect();
         let compiled = codes.iter().map(|c| plans.region(c)).collect::<Result<_, _>>()?;
         let north_america = codes.iter().any(|c| c == "US" || c == "CA");
         Ok(Self {
@@ -517,5 +519,244 @@ impl National {
     /// An international number dialled with an exit code (`0049 30 1234567`).
     pub fn dialled(&self, digits: &str, work: &Work) -> bool {
         self.exit_codes.iter().any(|code| digits.starts_with(code) && self.international(&digits[code.len()..], work))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::HashMap;
+    use std::sync::Arc;
+
+    use super::*;
+    use crate::testing::national;
+
+    fn work() -> Work {
+        Work::default()
+    }
+
+    #[test]
+    fn a_formats_first_group() {
+        assert_eq!(first_group(r"(\d{3})(\d{4})"), Some((3, 3)));
+        assert_eq!(first_group(r"(\d{2,4})(\d{4})"), Some((2, 4)));
+        assert_eq!(first_group(r"(\d)(\d{4})"), Some((1, 1)));
+        for pattern in [
+            r"(\d{3,})(\d{4})",
+            r"(\d{,3})",
+            r"(\d{a})",
+            r"(?:\d{3})",
+            r"([2-9]\d{2})",
+            "",
+            r"(\d{99999999999999999999})",
+        ] {
+            assert_eq!(first_group(pattern), None, "{pattern}");
+        }
+    }
+
+    #[test]
+    fn a_transform_rule_with_its_groups() {
+        let prefix = prefix_pattern("0?(?:(11)15)?").expect("compiles");
+        let groups = prefix.captures("01115").expect("matches");
+        assert_eq!(expand(r"9\1", &groups), "911");
+        assert_eq!(expand("\\2x\\", &groups), "x\\", "an unmatched group is empty, a lone backslash stays");
+        assert_eq!(expand("", &groups), "");
+    }
+
+    #[test]
+    fn masks_keep_offsets_below_64() {
+        let m = mask([0, 3, 63, 64, 1000]);
+        assert!(in_mask(m, 0) && in_mask(m, 3) && in_mask(m, 63));
+        assert!(!in_mask(m, 1) && !in_mask(m, 64) && !in_mask(m, usize::MAX));
+        assert_eq!(mask([]), 0);
+    }
+
+    fn format(pattern: &str, leading: &str) -> Format {
+        let format = NumberFormat {
+            pattern: Some(pattern.into()),
+            leading_digits_pattern: Some(vec!["9".into(), leading.into()]), // the last one is the most precise
+            national_prefix_formatting_rule: Some(r"0\1".into()),
+            national_prefix_optional_when_formatting: None,
+        };
+        Format::new(&format, "0").expect("compiles")
+    }
+
+    #[test]
+    fn where_a_format_breaks_a_number() {
+        let berlin = format(r"(\d{2})(\d{3,13})", "3[02]|40|[68]9");
+        assert_eq!(berlin.breaks("301234567", &work()), Some(vec![2]));
+        assert_eq!(berlin.breaks("331234567", &work()), None, "its leading digits do not select it");
+        assert_eq!(berlin.breaks("30", &work()), None, "too short for its groups");
+        assert!(berlin.prefix_required);
+        assert_eq!(berlin.first_group, (2, 2));
+        let france = format(r"(\d)(\d{2})(\d{2})(\d{2})(\d{2})", "[1-79]");
+        assert_eq!(france.breaks("612345678", &work()), Some(vec![1, 3, 5, 7]));
+        let optional = format(r"(\d{3})(\d{4})(\d{4})?", "1");
+        assert_eq!(optional.breaks("1234567", &work()), Some(vec![3]), "the last group that took part ends it");
+    }
+
+    #[test]
+    fn a_format_with_more_groups_than_any_is_refused() {
+        let pattern = r"(\d)".repeat(MAX_FORMAT_GROUPS);
+        let format = NumberFormat {
+            pattern: Some(pattern),
+            leading_digits_pattern: None,
+            national_prefix_formatting_rule: None,
+            national_prefix_optional_when_formatting: None,
+        };
+        let refused = Format::new(&format, "").err().expect("refused");
+        assert!(refused.contains("more than 15 groups"), "{refused}");
+    }
+
+    #[test]
+    fn a_bad_pattern_is_refused_with_its_text() {
+        let refused = compile(r"(\d{3}").expect_err("refused");
+        assert!(refused.starts_with(r#"phone metadata pattern "(\\d{3}""#), "{refused}");
+    }
+
+    #[test]
+    fn international_numbers_of_every_country_whatever_the_regions() {
+        let us_only = national(&["US"]);
+        for digits in [
+            "4930123456",    // +49 30 123456
+            "49030123456",   // +49 (0)30 123456: a trunk prefix written anyway
+            "4915146734012", // a German mobile number
+            "12025550143",   // +1 202 555 0143
+            "33612345678",   // +33 6 12 34 56 78
+            "431110",        // +43 1110: the shortest
+            "5491112345678", // +54 9 11 1234-5678
+            "80012345678",   // +800 1234 5678
+        ] {
+            assert!(us_only.international(digits, &work()), "+{digits}");
+        }
+        for digits in [
+            "",
+            "0",
+            "0049301234567",
+            "1202555014",   // one digit short
+            "120255501430", // one digit more
+            "12021550143",  // no US exchange starts with 1
+            "99912345678",  // no such country code
+            "3361234567",   // FR: nine digits
+            "4",
+            "999999999999999999999999999999",
+        ] {
+            assert!(!us_only.international(digits, &work()), "+{digits}");
+        }
+    }
+
+    #[test]
+    fn national_numbers_only_for_the_regions_asked_for() {
+        let (german, us) = (national(&["DE"]), national(&["US"]));
+        assert!(german.grouped("0301234567", &[3], &work()), "030 1234567");
+        assert!(!us.grouped("0301234567", &[3], &work()));
+        assert!(us.grouped("4155550199", &[3, 6], &work()), "(415) 555-0199");
+        assert!(us.grouped("14155550199", &[1, 4, 7], &work()), "1 415 555 0199: the trunk prefix alone");
+        assert!(!german.grouped("4155550199", &[3, 6], &work()));
+    }
+
+    #[test]
+    fn a_national_number_is_broken_where_its_region_breaks_it() {
+        let regions = national(&["DE", "US", "FR", "GB", "AT", "JP", "DK"]);
+        for (digits, breaks) in [
+            ("0301234567", &[3][..]),      // 030 1234567
+            ("0301234567", &[3, 6]),       // 030 123 4567: the rest broken more
+            ("0301234567", &[1, 3]),       // 0 30 1234567: after the trunk prefix
+            ("0742263986", &[2, 4, 6, 8]), // 07 42 26 39 86
+            ("01618459014", &[4, 7]),      // 0161 845 9014
+            ("0662123456", &[4]),          // 0662 123456
+            ("0369084061", &[2, 6]),       // 03-6908-4061
+            ("32123456", &[2, 4, 6]),      // 32 12 34 56: no trunk prefix
+            ("0800123456", &[1, 4, 6, 8]), // 0 800 12 34 56: FR's toll-free numbers
+        ] {
+            assert!(regions.grouped(digits, breaks, &work()), "{digits} at {breaks:?}");
+        }
+        for (digits, breaks) in [
+            ("0301234567", &[2][..]), // 03 01234567: across the area code
+            ("0301234567", &[4]),     // 0301 234567
+            ("2025769159", &[4]),     // 2025-769159: a year and a sequence, no US number
+            ("2001103427", &[3]),     // 200 1103427: an HTTP status and a byte count
+            ("4155550199", &[3, 5]),  // 415 55 50199
+            ("301234567", &[2]),      // 30 1234567: DE writes its trunk prefix
+        ] {
+            assert!(!regions.grouped(digits, breaks, &work()), "{digits} at {breaks:?}");
+        }
+    }
+
+    #[test]
+    fn compact_national_numbers() {
+        let regions = national(&["DE", "US"]);
+        assert!(regions.compact("0301234567", &work()));
+        assert!(regions.compact("4155552671", &work()));
+        assert!(regions.compact("0049301234567", &work()), "dialled with an exit code");
+        assert!(!regions.compact("9301234567", &work()));
+        assert!(!regions.compact("030123456789012345678901", &work()), "longer than any number");
+    }
+
+    #[test]
+    fn a_trunk_prefix_that_rewrites_the_number() {
+        // Argentina: 011 15-1234-5678 is the mobile number +54 9 11 1234-5678.
+        let argentina = national(&["AR"]);
+        assert!(argentina.grouped("0111512345678", &[3, 5, 9], &work()));
+        assert!(argentina.compact("0111512345678", &work()));
+        assert!(argentina.grouped("01112345678", &[3, 7], &work()), "011 1234-5678, a fixed line");
+        assert!(!argentina.grouped("0111612345678", &[3, 5, 9], &work()), "16 is no mobile token");
+    }
+
+    #[test]
+    fn a_trunk_prefix_pattern_with_carrier_codes() {
+        // GB parses `0|180020` as its prefix: no plain prefix, any length and first break.
+        let britain = national(&["GB"]);
+        assert!(britain.grouped("02070313000", &[3, 7], &work()), "020 7031 3000");
+        assert!(britain.grouped("07400123456", &[5], &work()), "07400 123456");
+        assert!(!britain.grouped("2070313000", &[2, 6], &work()), "GB writes its trunk prefix");
+    }
+
+    #[test]
+    fn exit_codes_of_the_regions_asked_for() {
+        let (europe, north_america) = (national(&["DE", "FR"]), national(&["DE", "US"]));
+        assert!(europe.dialling("0049301234567") && !europe.dialling("011493012345"));
+        assert!(north_america.dialling("011493012345") && north_america.dialling("0049301234567"));
+        assert!(north_america.dialled("01149301234567", &work()));
+        assert!(!europe.dialled("01149301234567", &work()));
+        assert!(europe.dialled("0033612345678", &work()));
+        assert!(!europe.dialled("00", &work()) && !europe.dialled("", &work()));
+    }
+
+    #[test]
+    fn regions_are_named_in_any_case_once_each() {
+        let regions = national(&["de", "DE", "fr"]);
+        assert_eq!(regions.regions.len(), 2);
+        assert!(regions.grouped("0301234567", &[3], &work()));
+    }
+
+    #[test]
+    fn a_region_without_metadata_is_refused() {
+        let plans = Arc::new(sample::plans().expect("the sample"));
+        for region in ["XX", "ZZ", ""] {
+            let refused = National::new(plans.clone(), &[region.to_string()]).err().expect("refused");
+            assert_eq!(refused, format!("no phone number metadata for region {region:?}"));
+        }
+    }
+
+    #[test]
+    fn a_country_code_listing_a_region_without_metadata_is_refused() {
+        let refused = Plans::new(HashMap::new(), HashMap::new(), HashMap::from([(49, vec!["DE".to_string()])]))
+            .err()
+            .expect("refused");
+        assert_eq!(refused, r#"no phone number metadata for region "DE""#);
+        assert!(Plans::new(HashMap::new(), HashMap::new(), HashMap::new()).is_ok(), "no metadata at all");
+    }
+
+    #[test]
+    fn a_region_is_compiled_once() {
+        let plans = sample::plans().expect("the sample");
+        let (first, again) = (plans.region("DE").expect("DE"), plans.region("DE").expect("DE"));
+        assert!(Arc::ptr_eq(&first, &again));
+    }
+
+    #[test]
+    fn the_work_of_a_check_is_counted() {
+        let nothing = crate::text::Text::new(&[]);
+        assert!(national(&["DE"]).compact("0301234567", &nothing.work));
+        assert!(nothing.work() > 0);
     }
 }

@@ -219,3 +219,106 @@ pub fn is_close(c: char) -> bool {
 pub fn is_plus(c: char) -> bool {
     c == '+' || c == '\u{ff0b}'
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testing::{chars, unicode};
+
+    #[test]
+    fn reading_past_either_end_reads_nul() {
+        let chars = chars("ab");
+        let text = Text::new(&chars);
+        assert_eq!((text.at(0), text.at(1), text.at(2), text.at(usize::MAX)), ('a', 'b', '\0', '\0'));
+        assert_eq!((text.back(1, 1), text.back(1, 2), text.back(0, 1)), ('a', '\0', '\0'));
+        assert_eq!(text.slice(1, 99), ['b']);
+        assert_eq!(text.slice(5, 9), [] as [char; 0]);
+        let empty = Text::new(&[]);
+        assert_eq!((empty.len(), empty.at(0), empty.back(0, 1), empty.work()), (0, '\0', '\0', 0));
+    }
+
+    #[test]
+    fn the_work_counter_counts_what_is_read() {
+        unicode();
+        let chars = chars("12345 abc");
+        let text = Text::new(&chars);
+        assert_eq!(text.work(), 9, "reading the text into code points");
+        assert_eq!(text.digits(0), 5);
+        assert_eq!(text.work(), 9 + 6, "five digits and the character that ends them");
+        assert_eq!(text.run(0, 2, is_digit), 2, "at most `most`");
+        assert_eq!(text.work(), 15 + 3);
+        assert_eq!(text.string(6, 9), "abc");
+        assert_eq!(text.work(), 18 + 3);
+        text.work.regex("abcd");
+        assert_eq!(text.work(), 21 + 5, "a regex call: one, and its input");
+    }
+
+    #[test]
+    fn digits_are_pythons_decimal_digits() {
+        unicode();
+        for c in ['0', '9', '\u{ff10}', '\u{ff19}', '\u{660}', '\u{669}', '\u{966}', '\u{1d7ce}', '\u{1d7ff}'] {
+            assert!(is_digit(c), "{c:?}");
+        }
+        // Superscripts, fractions and circled digits are numbers, not decimal digits; Kawi digits came in Unicode 15.
+        for c in ['a', '\0', '²', '½', '\u{2460}', '\u{3007}', '\u{11f50}', '\u{ffff}', '/', ':'] {
+            assert!(!is_digit(c), "{c:?}");
+        }
+    }
+
+    #[test]
+    fn every_decimal_digit_has_its_ascii_digit() {
+        unicode();
+        assert_eq!(ascii_digit('7'), '7');
+        assert_eq!(ascii_digit('\u{ff17}'), '7', "full-width");
+        assert_eq!(ascii_digit('\u{663}'), '3', "Arabic-Indic");
+        assert_eq!(ascii_digit('\u{96f}'), '9', "Devanagari");
+        // Mathematical digits: five blocks of ten in one range of code points.
+        assert_eq!(ascii_digit('\u{1d7e5}'), '3', "sans-serif three");
+        assert_eq!(ascii_digit('\u{1d7ff}'), '9', "monospace nine");
+        let all: String = ('\u{ff10}'..='\u{ff19}').map(ascii_digit).collect();
+        assert_eq!(all, "0123456789");
+    }
+
+    #[test]
+    fn lower_case_as_pythons_unicode_has_it() {
+        unicode();
+        assert_eq!(lowercase('A'), Some('a'));
+        assert_eq!(lowercase('Σ'), Some('σ'));
+        assert_eq!(lowercase('\u{ff21}'), Some('\u{ff41}'), "full-width A");
+        assert_eq!(lowercase('7'), Some('7'));
+        assert_eq!(lowercase('İ'), None, "two characters in lower case");
+        assert_eq!(lowercase('\u{a7cb}'), Some('\u{a7cb}'), "a capital of Unicode 16: Python 3.11 does not lower it");
+    }
+
+    #[test]
+    fn one_unicode_version_per_process() {
+        unicode();
+        assert!(use_unicode("14.0.0").is_ok());
+        let other = use_unicode("15.0.0").expect_err("another version");
+        assert!(other.contains("reads Unicode 14.0, not 15.0.0"), "{other}");
+        let unknown = use_unicode("99.0.0").expect_err("newer than the tables");
+        assert!(unknown.contains("newer than the scanner's tables"), "{unknown}");
+        assert_eq!(unicode_age(), "14.0");
+    }
+
+    #[test]
+    fn the_scans_character_classes() {
+        for c in [' ', '\u{a0}', '\u{2009}', '\u{202f}', '\u{3000}', '-', '\u{2013}', '\u{2212}', '.', '/', '(', ')'] {
+            assert!(is_punctuation(c), "{c:?}");
+        }
+        for c in ['\u{ff0d}', '\u{ff0e}', '\u{ff0f}', '\u{ff08}', '\u{ff09}', '\u{30fc}'] {
+            assert!(is_punctuation(c), "full-width {c:?}");
+        }
+        for c in ['\t', '\n', ',', ':', ';', '+', '_', 'a', '1', '\0'] {
+            assert!(!is_punctuation(c), "{c:?} separates values");
+        }
+        assert!(is_blank('\u{3000}') && !is_blank('-') && !is_blank('\t'));
+        assert!(is_space(' ') && is_space('\u{a0}') && !is_space('\u{2009}'));
+        assert!(is_open('(') && is_open('\u{ff08}') && !is_open('['));
+        assert!(is_close(')') && is_close('\u{ff09}') && !is_close(']'));
+        assert!(is_plus('+') && is_plus('\u{ff0b}') && !is_plus('-'));
+        assert!(is_word('_') && is_word('Z') && is_word('0') && !is_word('é') && !is_word('\u{ff10}'));
+        assert!(is_hex('f') && is_hex('F') && !is_hex('g') && !is_hex('\u{ff41}'));
+        assert!(['n', 'r', 't', 'b', 'f'].into_iter().all(is_escape_letter) && !is_escape_letter('u'));
+    }
+}

@@ -11,10 +11,11 @@ import pytest
 from tests.support.components import CACHE_ROOT, REPO
 
 IMAGES = CACHE_ROOT / "images"
+# The image's entry module imports; only the gateway's has the PII scanner's extension (the operator never imports it).
 CHECK = (
     "import os, importlib.util as u; print(os.getuid(), u.find_spec('pip') is None, "
     "u.find_spec('controller') is not None and bool(__import__('controller.handlers')) "
-    "and bool(__import__('gateway.__main__')))"
+    "and bool(__import__('{entry}.__main__')), u.find_spec('mcpexec_pii_scan') is not None)"
 )
 
 
@@ -45,9 +46,9 @@ def _inspect(container: str) -> dict[str, object]:
     return config
 
 
-def _run(container: str) -> list[str]:
+def _run(container: str, entry: str) -> list[str]:
     done = subprocess.run(
-        ["buildah", "run", "--isolation", "chroot", container, "--", "python3", "-c", CHECK],
+        ["buildah", "run", "--isolation", "chroot", container, "--", "python3", "-c", CHECK.format(entry=entry)],
         capture_output=True,
         text=True,
         timeout=120,
@@ -57,16 +58,20 @@ def _run(container: str) -> list[str]:
 
 
 @pytest.mark.parametrize(
-    ("container", "entry", "has_app"),
-    [("runtime", "runtime", "False"), ("controller", "controller", "True"), ("gateway", "gateway", "True")],
+    ("container", "entry", "has_app", "has_pii_scan"),
+    [
+        ("runtime", "runtime", "False", "False"),
+        ("controller", "controller", "True", "False"),
+        ("gateway", "gateway", "True", "True"),
+    ],
     indirect=["container"],
 )
-def test_image_runs_as_nobody_without_an_installer(container: str, entry: str, has_app: str) -> None:
+def test_image_runs_as_nobody_without_an_installer(container: str, entry: str, has_app: str, has_pii_scan: str) -> None:
     config = _inspect(container)
     assert config["User"] == "65534:65534"
     assert config["Entrypoint"] == ["python3", "-m", entry]
-    uid, no_pip, app = _run(container)
-    assert (uid, no_pip, app) == ("65534", "True", has_app)
+    uid, no_pip, app, pii_scan = _run(container, entry)
+    assert (uid, no_pip, app, pii_scan) == ("65534", "True", has_app, has_pii_scan)
 
 
 @pytest.mark.parametrize("container", ["redis"], indirect=True)
