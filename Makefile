@@ -2,7 +2,7 @@
 PY := .venv/bin/python
 export PATH := $(CURDIR)/.venv/bin:$(PATH)
 
-.PHONY: install install-local install-demo test test-unit test-integration test-sandbox test-cluster crds images e2e lint bench demo clean
+.PHONY: rust-test install install-local install-demo test test-unit test-integration test-sandbox test-cluster crds images e2e lint bench demo clean
 
 install:
 	@bash tests/setup/install.sh
@@ -14,12 +14,18 @@ install-demo:
 	@bash tests/setup/install.sh demo
 
 # Every tier, the real single-node cluster (e2e, root) last: it builds its node once (cached by version).
-test: install lint
+test: install lint rust-test
 	$(PY) -m pytest -q tests
 	$(PY) -m pytest -q -m e2e tests/e2e
 
+# The PII scanner's Rust unit tests (native/pii-scan/src/*.rs), in the wheel build's target directory.
+rust-test:
+	PATH="$$PATH:$${CARGO_HOME:-$$HOME/.cargo}/bin" \
+	  CARGO_TARGET_DIR="$${MCPEXEC_CACHE:-$${XDG_CACHE_HOME:-$$HOME/.cache}/mcpexec}/cargo-target/pii-scan" \
+	  cargo test --locked --quiet --manifest-path native/pii-scan/Cargo.toml
+
 # In-process only: starts no process, server or sandbox (tests/unit/conftest.py fails a test that does).
-test-unit: install-local
+test-unit: install-local rust-test
 	$(PY) -m pytest -q tests/unit
 
 # Real Redis, the reference MCP servers (npm, PyPI), the in-process gateway, the runtime, helm template.

@@ -51,14 +51,7 @@ have="$(cat .venv/.installed 2>/dev/null || true)"
 if [ ! -x .venv/bin/python ] || { [ "$have" != "$wanted" ] && [ "$have" != "$project_hash [dev,presidio]" ]; }; then
   log "python venv (.venv${extras:+, extras $extras})"
   [ -x .venv/bin/python ] || python3 -m venv .venv
-  .venv/bin/python - "$extras" >.venv/.requirements <<'PY'
-import sys, tomllib
-project = tomllib.load(open("pyproject.toml", "rb"))["project"]
-wanted = list(project["dependencies"])
-for extra in filter(None, sys.argv[1].split(",")):
-    wanted += project["optional-dependencies"][extra]
-print("\n".join(r for r in wanted if not r.startswith("mcpexec-")))
-PY
+  python3 images/index_requirements.py "$extras" >.venv/.requirements
   .venv/bin/pip install -q --disable-pip-version-check -r .venv/.requirements
   wait "$wheel_pid"
   .venv/bin/pip install -q --disable-pip-version-check --force-reinstall --no-deps "$(cat "$wheel_path")"
