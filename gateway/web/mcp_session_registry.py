@@ -71,8 +71,8 @@ def _stateless_refusal(version: str) -> JSONResponse:
 
 class McpSessionRegistry(Generic[S]):
     """The session of each MCP session, by its id. `end(session, reason)` ends one; `end_idle`: whether a session
-    whose MCP session idled out is ended too (a local sandbox), or only forgotten (an AgentSession, whose own idle
-    timeout has ended it long before)."""
+    whose MCP session idled out is ended too (a local sandbox), or only forgotten (an AgentSession, which its own idle
+    timeout ends)."""
 
     def __init__(self, end: Callable[[S, str], Awaitable[None]], end_idle: bool = True) -> None:
         self._end = end

@@ -64,7 +64,7 @@ def target_of(path: str) -> tuple[str, str] | None:
 class ClusterFrontDoor:
     def __init__(self, sessions: ClusterSessions) -> None:
         self._sessions = sessions
-        # An MCP session that idled out is only forgotten: its AgentSession's own idle timeout ended it long before.
+        # An MCP session that idled out is only forgotten: its AgentSession is left to its own idle timeout.
         self._registry: McpSessionRegistry[_Opened] = McpSessionRegistry(self._delete, end_idle=False)
 
     async def session_of(self, ctx: Context) -> TaskContext:
