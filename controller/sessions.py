@@ -7,8 +7,9 @@ deleting the session deletes the pod), with the pod's activeDeadlineSeconds at w
 
 A session ends (phase Ended, with a reason; its pod deleted, never reused) when its sandbox is gone, at its
 `expiresAt`, or when idle past idleTimeoutSeconds. Activity is the gateway's to know: it patches the session's
-`status.lastActivity` when it runs an execution (at most every ACTIVITY_EVERY_SECONDS, gateway/cluster/sessions.py),
-and the operator's sweep compares that with the idle timeout; no request ever goes from the operator to the gateway.
+`status.lastActivity` when it runs an execution (at most every ACTIVITY_EVERY_SECONDS,
+gateway/cluster/people/sessions.py), and the operator's sweep compares that with the idle timeout; no request ever
+goes from the operator to the gateway.
 """
 
 from __future__ import annotations

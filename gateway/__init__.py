@@ -4,17 +4,24 @@
 runs it in-process for `mcpexec run`. The package map, from the entry points down (make lint checks that a
 module only imports from its own layer or below, see .importlinter):
 
-- `cluster/`   cluster mode: TokenReview auth, the SandboxPool claim index, MCPServer resources and their status,
-               serve()
+- `cluster/`   cluster mode: TokenReview auth of sandboxes, the SandboxPool claim index, MCPServer resources and their
+               status, serve(); `cluster/people/`, the door for people on a port of its own: who they are and what
+               they may (TokenReview, SubjectAccessReview), the execute API over their AgentSessions, the MCP front
+               door
 - `local/`     local mode: the in-process gateway on a Unix socket and its per-task tokens
-- `web/`       the v1 HTTP API (docs/contracts.md): app, bearer auth, pool sandbox assignments, lean tool-call route,
-               body limit, serving; the MCP front door (execute_code) over the session broker
-- `core`       one gateway instance wired together; the HTTP app and LocalGateway are thin shells over it
+- `web/`       the v1 HTTP API (docs/contracts.md): app (its routers, one per area, in `routes/`), bearer auth, error
+               bodies, lean tool-call route, body limit, serving; the MCP front door (execute_code) over the session
+               broker, and the MCP-session registry both HTTP front doors share
+- `core`       one gateway instance wired together from its backends and config; the HTTP app and LocalGateway are
+               thin shells over it
 - `tools/`     tools as a task sees them: catalog (progressive disclosure), calls, policy, wrapper source
 - `llm/`       the LLM proxy: OpenAI chat completions in, OpenAI or Anthropic upstream, streamed answers out
 - `executions/` interactive sessions: the broker between a caller's code and its session sandbox's runtime
-- `sessions/`  connections to MCP servers: pool, bounded stdio transport, HTTP answer limits, keep-alive
+- `upstreams/` connections to upstream MCP servers: pool, bounded stdio transport, HTTP answer limits, keep-alive
 - `pii/`       detection, tokenization and the vault
 - `ratelimit`, `usage`, `telemetry/` (metrics, audit, logs), `settings`
 - `context` (the authenticated caller), `errors` (the error contract)
+
+"Session" means an interactive session (an AgentSession, or a sandbox of `mcpexec serve`) and nothing else; an
+MCP session is the protocol's (`Mcp-Session-Id`), always called so.
 """

@@ -29,7 +29,8 @@ class TaskContext:
 
     @property
     def scope(self) -> str:
-        """Key for everything per task (vault, sessions, limits): a re-created task gets a new one."""
+        """Key for everything per task (vault, upstream connections, interactive session, limits): a re-created task
+        gets a new one."""
         return f"{self.task_id}/{self.uid}"
 
     @property

@@ -8,6 +8,7 @@ import logging
 import os
 import time
 from collections.abc import Callable
+from dataclasses import dataclass, field
 
 from gateway.context import Assigner, Authenticator, TaskContext
 from gateway.executions.broker import ExecutionBroker
@@ -20,70 +21,90 @@ from gateway.pii.scanner import ScanPool
 from gateway.pii.tokenizer import PiiTokenizer
 from gateway.pii.vault import Vault
 from gateway.ratelimit import MemoryRateLimits, TaskRateLimits
-from gateway.sessions.pool import SessionPool
 from gateway.settings import Limits, LLMUpstream
 from gateway.telemetry.metrics import GatewayMetrics
 from gateway.tools.calls import ToolCaller
 from gateway.tools.catalog import Catalog, ServerKey, local_server_key
 from gateway.tools.skill_seals import SkillSeals
+from gateway.upstreams.pool import UpstreamPool
 from gateway.usage import UsageMeter
 from mcpexec.api.mcpserver import MCPServerSpec
 from mcpexec.api.pii import DEFAULT_PHONE_REGIONS, PiiEntity
 
-log = logging.getLogger("mcpexec.gateway")
+log = logging.getLogger("mcpexec.gateway.core")
+
+
+def _no_ner(_entities: frozenset[PiiEntity]) -> Detector | None:
+    return None
+
+
+@dataclass(frozen=True)
+class GatewayBackends:
+    """What a gateway is wired to: who its callers are, which MCP servers exist, where its shared state lives. A
+    cluster's come from Kubernetes and Redis; a local gateway's live in its process (the defaults)."""
+
+    authenticator: Authenticator
+    servers: Callable[[], dict[str, MCPServerSpec]]
+    vault: Vault
+    # How a task's server name becomes a server's key (cluster: namespaced), and each server's extra HTTP headers.
+    server_key: ServerKey = local_server_key
+    server_headers: Callable[[str], dict[str, str]] | None = None
+    # PERSON/LOCATION detection for a set of entities (None: none; presidio_detector.ner_for).
+    ner: Callable[[frozenset[PiiEntity]], Detector | None] = _no_ner
+    rate_limits: TaskRateLimits | None = None  # None: in this process, at the config's requests per second
+    execution_store: ExecutionStore | None = None  # None: in this process
+    # Which task a SandboxPool's sandbox runs: cluster mode only (None: this gateway serves no pools).
+    assigner: Assigner | None = None
+
+
+@dataclass(frozen=True)
+class GatewayConfig:
+    """How a gateway behaves: its limits, its model upstream, the PII every task is checked for, its seal key."""
+
+    limits: Limits = field(default_factory=Limits)
+    llm: LLMUpstream | None = None
+    pii_minimum: frozenset[PiiEntity] = DEFAULT_MINIMUM
+    pii_phone_regions: frozenset[str] = frozenset(DEFAULT_PHONE_REGIONS)
+    # Without a key of its own (shared by replicas, kept across local runs) seals hold for this process only.
+    skills_key: bytes | None = None
 
 
 class GatewayCore:
-    def __init__(
-        self,
-        authenticator: Authenticator,
-        servers: Callable[[], dict[str, MCPServerSpec]],
-        vault: Vault,
-        llm: LLMUpstream | None = None,
-        limits: Limits | None = None,
-        server_headers: Callable[[str], dict[str, str]] | None = None,
-        ner: Callable[[frozenset[PiiEntity]], Detector | None] = lambda _entities: None,
-        pii_minimum: frozenset[PiiEntity] = DEFAULT_MINIMUM,
-        pii_phone_regions: frozenset[str] = frozenset(DEFAULT_PHONE_REGIONS),
-        server_key: ServerKey = local_server_key,
-        rate_limits: TaskRateLimits | None = None,
-        skills_key: bytes | None = None,
-        assigner: Assigner | None = None,
-        execution_store: ExecutionStore | None = None,
-    ) -> None:
-        self.limits = limits or Limits()
-        self.authenticator = authenticator
-        # Which task a SandboxPool's sandbox runs: cluster mode only (None: this gateway serves no pools).
-        self.assigner = assigner
+    def __init__(self, backends: GatewayBackends, config: GatewayConfig | None = None) -> None:
+        config = config or GatewayConfig()
+        self.limits = config.limits
+        self.authenticator = backends.authenticator
+        self.assigner = backends.assigner
         self.metrics = GatewayMetrics()
         self.usage = UsageMeter()
-        self.vault = vault
-        self.pool = SessionPool(servers, self.limits.max_result_bytes, server_headers)
-        self.catalog = Catalog(self.pool, server_key)
-        ner(pii_minimum)  # a minimum this gateway cannot detect is a configuration error: said at start, not per task
+        self.vault = backends.vault
+        self.upstreams = UpstreamPool(backends.servers, self.limits.max_result_bytes, backends.server_headers)
+        self.catalog = Catalog(self.upstreams, backends.server_key)
+        # A minimum this gateway cannot detect is a configuration error: said at start, not per task.
+        backends.ner(config.pii_minimum)
         self.scans = ScanPool()
         self.tokenizer = PiiTokenizer(
-            vault,
+            backends.vault,
             self.limits.vault_ttl_seconds,
-            protection_for(pii_minimum, self.catalog.spec, pii_phone_regions),
+            protection_for(config.pii_minimum, self.catalog.spec, config.pii_phone_regions),
             self.metrics.count_pii,
-            ner,
+            backends.ner,
             self.scans,
         )
-        self.rate_limits = rate_limits or MemoryRateLimits(self.limits.requests_per_second)
-        # Without a key of its own (shared by replicas, kept across local runs) seals hold for this process only.
-        self.skill_seals = SkillSeals(self.catalog, skills_key or os.urandom(32))
-        self.caller = ToolCaller(self.catalog, self.pool, self.tokenizer, self.usage, self.metrics)
-        self.llm = LLMProxy(llm, self.tokenizer, self.usage, self.metrics)
+        self.rate_limits = backends.rate_limits or MemoryRateLimits(self.limits.requests_per_second)
+        self.skill_seals = SkillSeals(self.catalog, config.skills_key or os.urandom(32))
+        self.caller = ToolCaller(self.catalog, self.upstreams, self.tokenizer, self.usage, self.metrics)
+        self.llm = LLMProxy(config.llm, self.tokenizer, self.usage, self.metrics)
         # Interactive sessions: code for a sandbox's runtime, its outcome back (opened by whoever runs the sandboxes);
         # shared through Redis by a cluster's replicas, in this process otherwise.
-        self.executions = ExecutionBroker(execution_store or MemoryExecutionStore(), self.limits.max_request_bytes)
+        store = backends.execution_store or MemoryExecutionStore()
+        self.executions = ExecutionBroker(store, self.limits.max_request_bytes)
         self._reaper: asyncio.Task[None] | None = None
         self.active: dict[str, float] = {}  # task scope -> token expiry: whose per-task state to drop, and when
 
     def admit(self, ctx: TaskContext) -> None:
-        """An authenticated request of this task: its per-task state (sessions, limiter, vault index, usage) is
-        dropped once its token has expired."""
+        """An authenticated request of this task: its per-task state (interactive session, upstream connections,
+        limiter, vault index, usage) is dropped once its token has expired."""
         self.keep(ctx.scope, ctx.expires_at)
 
     def keep(self, scope: str, until: float) -> None:
@@ -91,26 +112,26 @@ class GatewayCore:
         self.active[scope] = max(self.active.get(scope, 0.0), until)
 
     async def start(self, reap_every_seconds: float = 15.0) -> None:
-        self.pool.start_catalog()
+        self.upstreams.start_catalog()
         self._reaper = asyncio.create_task(self._reap_forever(reap_every_seconds), name="gateway-reaper")
 
     async def forget(self, scope: str) -> None:
-        """Drop a task's sessions (interactive and MCP), limiter, detectors and usage (its vault entries expire with
-        their TTL)."""
+        """Drop a task's interactive session, upstream connections, limiter, detectors and usage (its vault entries
+        expire with their TTL)."""
         self.active.pop(scope, None)
         await self.executions.forget(scope)
         self.usage.forget(scope)
         self.rate_limits.forget(scope)
         self.tokenizer.forget(scope)
         self.scans.forget(scope)
-        await self.pool.release(scope)
+        await self.upstreams.release(scope)
 
     async def _reap_forever(self, every: float) -> None:
         while True:
             await asyncio.sleep(every)
             now = time.time()
             for scope in [s for s, until in self.active.items() if until <= now]:
-                log.info("closing sessions of expired task", extra={"scope": scope})
+                log.info("dropping the state of an expired task", extra={"scope": scope})
                 await self.forget(scope)
 
     async def close(self) -> None:
@@ -118,7 +139,7 @@ class GatewayCore:
             self._reaper.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._reaper
-        await self.pool.close()
+        await self.upstreams.close()
         await self.llm.close()
         await self.rate_limits.close()
         await self.vault.close()

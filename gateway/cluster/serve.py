@@ -12,11 +12,12 @@ from kubernetes import client, config
 from gateway.cluster.auth import ClusterAuthenticator
 from gateway.cluster.claims import ClaimIndex
 from gateway.cluster.directory import KubeDirectory
+from gateway.cluster.people.server import SessionsServer
+from gateway.cluster.people.sessions import ClusterSessions
+from gateway.cluster.people.users import SessionUsers
 from gateway.cluster.server_status import ServerStatusReporter
 from gateway.cluster.servers import ClusterServers
-from gateway.cluster.sessions import ClusterSessions, SessionUsers
-from gateway.cluster.sessions_api import SessionsServer
-from gateway.core import GatewayCore
+from gateway.core import GatewayBackends, GatewayConfig, GatewayCore
 from gateway.errors import PiiDetectorUnavailable
 from gateway.executions.redis_store import RedisExecutionStore
 from gateway.pii import presidio_detector
@@ -56,20 +57,24 @@ async def serve(settings: GatewaySettings) -> None:
     limits = settings.limits()
     try:
         core = GatewayCore(
-            authenticator,
-            servers.specs,
-            RedisVault(settings.redis_url),
-            settings.llm(),
-            limits,
-            server_headers=servers.headers,
-            server_key=namespaced_server_key,
-            rate_limits=SharedRateLimits(settings.redis_url, limits.requests_per_second),
-            ner=presidio_detector.ner_for(settings.pii_ner == "presidio"),
-            pii_minimum=frozenset(settings.pii_minimum_entities),
-            pii_phone_regions=frozenset(settings.pii_phone_regions),
-            skills_key=settings.skills_seal_key.get_secret_value().encode(),
-            assigner=authenticator,
-            execution_store=RedisExecutionStore(settings.redis_url),
+            GatewayBackends(
+                authenticator,
+                servers.specs,
+                RedisVault(settings.redis_url),
+                server_key=namespaced_server_key,
+                server_headers=servers.headers,
+                ner=presidio_detector.ner_for(settings.pii_ner == "presidio"),
+                rate_limits=SharedRateLimits(settings.redis_url, limits.requests_per_second),
+                execution_store=RedisExecutionStore(settings.redis_url),
+                assigner=authenticator,
+            ),
+            GatewayConfig(
+                limits=limits,
+                llm=settings.llm(),
+                pii_minimum=frozenset(settings.pii_minimum_entities),
+                pii_phone_regions=frozenset(settings.pii_phone_regions),
+                skills_key=settings.skills_seal_key.get_secret_value().encode(),
+            ),
         )
     except PiiDetectorUnavailable as exc:
         raise SystemExit(f"MCPEXEC_PII_MINIMUM_ENTITIES: {exc.message}") from None

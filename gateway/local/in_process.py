@@ -6,7 +6,7 @@ Tasks are registered here (no apiserver): each gets an HS256 JWT whose lifetime 
 from __future__ import annotations
 
 from gateway.context import TaskContext
-from gateway.core import GatewayCore
+from gateway.core import GatewayBackends, GatewayConfig, GatewayCore
 from gateway.local.auth import LocalTaskAuthority
 from gateway.pii import presidio_detector
 from gateway.pii.vault import MemoryVault, RedisVault, Vault
@@ -38,7 +38,8 @@ class LocalGateway:
         vault: Vault = RedisVault(redis_url) if redis_url else MemoryVault()
         detector = presidio_detector.ner_for(pii_ner)
         self.core = GatewayCore(
-            self._authority, lambda: self._servers, vault, llm, limits, ner=detector, skills_key=skills_key
+            GatewayBackends(self._authority, lambda: self._servers, vault, ner=detector),
+            GatewayConfig(limits=limits or Limits(), llm=llm, skills_key=skills_key),
         )
         self.app = create_app(self.core)
         self.ops_app = create_ops_app(self.core, self.app)
@@ -84,7 +85,7 @@ class LocalGateway:
         return context, token
 
     async def unregister_task(self, task_id: str) -> None:
-        """Refuse the task's token from now on and close its MCP sessions."""
+        """Refuse the task's token from now on and drop its state (its upstream connections among it)."""
         context = self._authority.unregister(task_id)
         if context is not None:
             await self.core.forget(context.scope)

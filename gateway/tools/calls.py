@@ -1,4 +1,4 @@
-"""`call`: policy, de-tokenized and schema-checked arguments, the task's own MCP session, tokenized result."""
+"""`call`: policy, de-tokenized and schema-checked arguments, the task's own upstream connection, tokenized result."""
 
 from __future__ import annotations
 
@@ -15,10 +15,10 @@ from pydantic import BaseModel, ConfigDict, Field
 from gateway.context import TaskContext
 from gateway.errors import GatewayError, InvalidArguments
 from gateway.pii.tokenizer import PiiTokenizer
-from gateway.sessions.pool import SessionPool
 from gateway.telemetry import audit
 from gateway.telemetry.metrics import UNKNOWN_LABEL, GatewayMetrics
 from gateway.tools.catalog import Catalog
+from gateway.upstreams.pool import UpstreamPool
 from gateway.usage import UsageMeter
 
 
@@ -67,13 +67,13 @@ class ToolCaller:
     def __init__(
         self,
         catalog: Catalog,
-        pool: SessionPool,
+        upstreams: UpstreamPool,
         tokenizer: PiiTokenizer,
         usage: UsageMeter,
         metrics: GatewayMetrics,
     ) -> None:
         self._catalog = catalog
-        self._pool = pool
+        self._upstreams = upstreams
         self._tokenizer = tokenizer
         self._usage = usage
         self._metrics = metrics
@@ -123,9 +123,9 @@ class ToolCaller:
         problems = _schema_errors(self._validator(server, tool, definition.input_schema), real, arguments)
         if problems:
             raise InvalidArguments(f"arguments do not match {server}/{tool}'s inputSchema: " + "; ".join(problems))
-        connection = self._pool.connection(ctx.scope, self._catalog.server_key(ctx, server))
+        connection = self._upstreams.connection(ctx.scope, self._catalog.server_key(ctx, server))
         self._usage.of(ctx.scope).tool_calls += 1
-        result = await connection.call_tool(tool, real, wait=0 if connection.failing else self._pool.connect_wait)
+        result = await connection.call_tool(tool, real, wait=0 if connection.failing else self._upstreams.connect_wait)
         dumped = result.model_dump(by_alias=True, exclude_none=True, mode="json")
         answer = {"content": dumped.get("content", []), "isError": bool(dumped.get("isError"))}
         if "structuredContent" in dumped:

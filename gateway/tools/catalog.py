@@ -18,8 +18,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from gateway.context import TaskContext
 from gateway.errors import Forbidden, NotFound, ServerUnavailable
-from gateway.sessions.pool import SessionPool
 from gateway.tools import policy, wrapper_source
+from gateway.upstreams.pool import UpstreamPool
 from mcpexec.api.mcpserver import MCPServerSpec
 
 log = logging.getLogger("mcpexec.gateway.catalog")
@@ -119,15 +119,15 @@ def _score(terms: list[str], server: str, tool: types.Tool) -> int:
 class Catalog:
     """Tool listings per server, cached per connection generation."""
 
-    def __init__(self, pool: SessionPool, server_key: ServerKey = local_server_key, wait: float = 10.0) -> None:
-        self._pool = pool
+    def __init__(self, upstreams: UpstreamPool, server_key: ServerKey = local_server_key, wait: float = 10.0) -> None:
+        self._upstreams = upstreams
         self.server_key = server_key
         self._wait = wait
         self._cache: dict[str, tuple[int, list[types.Tool]]] = {}
 
     async def tools_of(self, key: str) -> list[types.Tool]:
         """Every tool of the server configured under `key` (no policy applied)."""
-        connection = self._pool.catalog(key)
+        connection = self._upstreams.catalog(key)
         cached = self._cache.get(key)
         if cached is not None and (cached[0] == connection.generation or not connection.connected):
             return cached[1]
@@ -135,7 +135,7 @@ class Catalog:
 
     async def probe(self, key: str) -> list[types.Tool]:
         """List the server's tools now (a real request, not the cache), refreshing the cache: for status."""
-        connection = self._pool.catalog(key)
+        connection = self._upstreams.catalog(key)
         tools = await connection.list_tools(wait=0 if connection.failing else self._wait)
         self._cache[key] = (connection.generation, tools)
         return tools
@@ -144,7 +144,7 @@ class Catalog:
         """The server as this task may see it; None if it is not in its policy or not configured."""
         if not policy.server_visible(ctx, server):
             return None
-        return self._pool.servers().get(self.server_key(ctx, server))
+        return self._upstreams.servers().get(self.server_key(ctx, server))
 
     def _visible_servers(self, ctx: TaskContext) -> list[str]:
         return [s for s in ctx.task.spec.mcp_servers if self.spec(ctx, s) is not None]
@@ -170,7 +170,7 @@ class Catalog:
                     name=server,
                     description=spec.description,
                     tool_count=count,
-                    connected=self._pool.catalog(self.server_key(ctx, server)).connected,
+                    connected=self._upstreams.catalog(self.server_key(ctx, server)).connected,
                 )
             )
         return ServersAnswer(servers=summaries)

@@ -1,11 +1,13 @@
-"""Who is calling: every `/v1` request's per-task bearer token, turned into its TaskContext."""
+"""Who is calling: every `/v1` request's per-task bearer token, turned into its TaskContext (`Caller`, charged to
+the task's request budget; `SessionCaller`, not yet)."""
 
 from __future__ import annotations
 
 import asyncio
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Annotated
 
-from fastapi import Request
+from fastapi import Depends, Request
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from fastapi.security.utils import get_authorization_scheme_param
 
 from gateway.context import TaskContext
@@ -50,3 +52,26 @@ async def charge(core: GatewayCore, scope: str) -> None:
         # thousands, each of which would cost the gateway a request's work (make bench pii_isolation).
         await asyncio.sleep(RATE_LIMITED_HOLD_SECONDS)
         raise
+
+
+_bearer = HTTPBearer(
+    auto_error=False, description="Per-task token: a gateway JWT locally, a projected SA token in a cluster"
+)
+Credentials = Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)]
+
+
+async def _caller(request: Request, credentials: Credentials) -> TaskContext:
+    return await authorize(request, None if credentials is None else credentials.credentials)
+
+
+Caller = Annotated[TaskContext, Depends(_caller)]
+
+
+async def _session_caller(request: Request, credentials: Credentials) -> TaskContext:
+    return await authenticate(request, None if credentials is None else credentials.credentials)
+
+
+# A session runtime's requests that move an execution along (a poll that gets one, its output, its outcome) are each
+# paired with a caller's execution, so they do not count against the task's request budget (which its code's tool
+# calls spend): the handlers charge only those that do not (an empty poll, an unknown execution id).
+SessionCaller = Annotated[TaskContext, Depends(_session_caller)]

@@ -35,7 +35,7 @@ class BackgroundServer:
         port: int = 0,
         lifespan: Literal["on", "off"] = "off",
     ) -> None:
-        """`lifespan="on"` for an app with startup work of its own (the MCP front door's session manager)."""
+        """`lifespan="on"` for an app with startup work of its own (the MCP front door's MCP-session manager)."""
         config = uvicorn.Config(app, uds=uds, host=host, port=port, log_level="warning", lifespan=lifespan, http=HTTP)
         self._server = _EmbeddedServer(config)
         self._task: asyncio.Task[None] | None = None

@@ -22,8 +22,8 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from gateway.sessions.pool import mcp_client
 from gateway.settings import Limits
+from gateway.upstreams.pool import mcp_client
 from gateway.web.serving import BackgroundServer
 from tests.bench.gateway_overhead import bench_specs
 

@@ -1,5 +1,5 @@
 """Calls to a streamable-HTTP server: the MCP SDK's client as it comes (baseline) vs the gateway's client for the
-same server (`gateway.sessions.mcp_client`, which keeps its connection: gateway/http_keepalive.py).
+same server (`gateway.upstreams.pool.mcp_client`, which keeps its connection: gateway/upstreams/keepalive.py).
 
 One real server-everything process (Node: the TypeScript SDK's transport, which sends each answer as a sized
 event stream) answers `echo`; each client holds one session to it and calls from N concurrent callers, at
@@ -21,7 +21,7 @@ from typing import Any
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
-from gateway.sessions.pool import mcp_client
+from gateway.upstreams.pool import mcp_client
 from mcpexec.api.mcpserver import MCPServerSpec
 from tests.bench._process_cpu import cpu_seconds
 from tests.support.components import everything_over_http, free_port

@@ -18,7 +18,7 @@ from typing import Any
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
-from gateway.sessions.stdio import bounded_stdio
+from gateway.upstreams.stdio import bounded_stdio
 from tests.support.components import reference_server_commands
 
 SIZES_MB = (1, 4, 10)

@@ -22,9 +22,9 @@ from gateway.cluster.claims import ClaimIndex
 from gateway.cluster.directory import KubeDirectory
 from gateway.cluster.server_status import ServerStatusReporter
 from gateway.cluster.servers import ClusterServers
-from gateway.sessions.pool import SessionPool
 from gateway.settings import Limits
 from gateway.tools.catalog import Catalog, namespaced_server_key
+from gateway.upstreams.pool import UpstreamPool
 from mcpexec.api.meta import AGENTSESSION_PLURAL, AGENTTASK_PLURAL, GROUP, MCPSERVER_PLURAL, VERSION
 from tests.cluster.kube import create_task, task_status, wait_for
 from tests.cluster.test_sessions import create_session, session_status
@@ -251,7 +251,7 @@ def test_gateway_reports_mcpserver_status_with_the_charts_rbac_only(
     async def scenario() -> tuple[tuple[int, int, int, int], dict[str, Any], dict[str, Any]]:
         servers = ClusterServers(directory, 600, frozenset())
         await servers.refresh()
-        pool = SessionPool(servers.specs, Limits().max_result_bytes, servers.headers)
+        pool = UpstreamPool(servers.specs, Limits().max_result_bytes, servers.headers)
         reporter = ServerStatusReporter(directory, servers, Catalog(pool, namespaced_server_key, wait=5))
         try:
             with demo_over_http(port):

@@ -28,7 +28,7 @@ from gateway.cluster.auth import ClusterAuthenticator
 from gateway.cluster.claims import ClaimEntry, ClaimIndex
 from gateway.cluster.directory import KubeDirectory
 from gateway.cluster.servers import ClusterServers
-from gateway.core import GatewayCore
+from gateway.core import GatewayBackends, GatewayCore
 from gateway.executions.redis_store import RedisExecutionStore
 from gateway.pii.vault import MemoryVault
 from gateway.tools.catalog import namespaced_server_key
@@ -91,13 +91,15 @@ class ClusterGateway:
         await self.claims.load()
         self._follow = asyncio.create_task(self.claims.follow())
         self._core = GatewayCore(
-            self.auth,
-            self.servers.specs,
-            MemoryVault(),
-            server_headers=self.servers.headers,
-            server_key=namespaced_server_key,
-            assigner=self.auth,
-            execution_store=None if self.redis_url is None else RedisExecutionStore(self.redis_url),
+            GatewayBackends(
+                self.auth,
+                self.servers.specs,
+                MemoryVault(),
+                server_key=namespaced_server_key,
+                server_headers=self.servers.headers,
+                execution_store=None if self.redis_url is None else RedisExecutionStore(self.redis_url),
+                assigner=self.auth,
+            )
         )
         await self._core.start()
         self._http = BackgroundServer(create_app(self._core), port=self.port)

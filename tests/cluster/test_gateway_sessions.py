@@ -2,12 +2,18 @@
 (TokenReview, then a SubjectAccessReview against the chart's session-user ClusterRole), an AgentSession's pool
 sandbox served as that session (the real runtime, as a local process holding a pod-bound token, enters its session
 loop), and the MCP front door with the MCP Python SDK client, which creates an AgentSession (the real operator
-claims a warm sandbox for it) and deletes it when the client closes."""
+claims a warm sandbox for it) and deletes it when the client closes. The stateless-request rule is both front doors'
+(this one and `mcpexec serve --http`): one test over the two."""
 
 from __future__ import annotations
 
 import asyncio
+import os
+import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -19,11 +25,13 @@ from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 from mcp.client import Client
 from mcp.client.streamable_http import streamable_http_client
+from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, LATEST_HANDSHAKE_VERSION
 
 from gateway.cluster.auth import ClusterAuthenticator
 from gateway.cluster.claims import ClaimIndex
-from gateway.cluster.sessions import ClusterSessions, SessionUsers
-from gateway.cluster.sessions_api import SessionsServer
+from gateway.cluster.people.server import SessionsServer
+from gateway.cluster.people.sessions import ClusterSessions
+from gateway.cluster.people.users import SessionUsers
 from gateway.web.serving import BackgroundServer
 from mcpexec.api.meta import AGENTSESSION_PLURAL, GROUP, VERSION
 from tests.cluster import kube
@@ -42,7 +50,7 @@ from tests.cluster.test_gateway_pools import (
 )
 from tests.cluster.test_sessions import create_session, pod_gone, session_status, warm_pool
 from tests.support.chart import render
-from tests.support.components import demo_over_http, free_port
+from tests.support.components import demo_over_http, free_port, listening
 from tests.support.control_plane import ControlPlane
 from tests.support.session_api import execute
 
@@ -250,3 +258,61 @@ def test_the_mcp_front_door_creates_a_session_for_its_client_and_deletes_it_afte
         answer = httpx.post(url, json={}, headers={"Authorization": f"Bearer {mallory}"})
         assert answer.status_code == 403
         assert httpx.post(url, json={}, headers={"Authorization": "Bearer garbage"}).status_code == 401
+
+
+STATELESS_VERSION = "2026-07-28"
+
+
+@contextmanager
+def _front_door(door: str, request: pytest.FixtureRequest, home: Path) -> Iterator[tuple[str, dict[str, str]]]:
+    """A front door's URL and the headers its caller sends: the cluster's (a caller who may open sessions there), or
+    `mcpexec serve --http` (no sandbox starts: nothing here gets as far as a tool call)."""
+    if door == "cluster":
+        cluster: ControlPlane = request.getfixturevalue("cluster")
+        namespace: str = request.getfixturevalue("namespace")
+        alice = _user(namespace, "alice", _session_user_role())
+        with SessionsGateway(cluster, free_port()) as gateway:
+            yield f"{gateway.people_url}/mcp/{namespace}/{POOL}", {"Authorization": f"Bearer {alice}"}
+        return
+    port = free_port()
+    command = [sys.executable, "-m", "mcpexec.local.cli", "serve", "--http", str(port), "--unsafe-no-sandbox"]
+    with listening(command, port, "mcpexec serve", env={**os.environ, "MCPEXEC_HOME": str(home)}, timeout=60):
+        yield f"http://127.0.0.1:{port}/mcp", {}
+
+
+@pytest.mark.timeout(240)
+@pytest.mark.parametrize("door", ["cluster", "local"])
+def test_a_stateless_request_is_refused_with_a_reason(
+    door: str, request: pytest.FixtureRequest, tmp_path: Path
+) -> None:
+    """A request without an Mcp-Session-Id that is not `initialize` is refused alike on both front doors
+    (gateway/web/mcp_session_registry.py); a client that tries the stateless era first falls back to the handshake."""
+    with _front_door(door, request, tmp_path) as (url, headers):
+
+        async def modern() -> None:
+            http = httpx2.AsyncClient(headers=headers, timeout=60)
+            async with http, Client(streamable_http_client(url, http_client=http), mode=STATELESS_VERSION) as client:
+                await client.call_tool("execute_code", {"code": "print(1)"})
+
+        try:
+            asyncio.run(modern())
+        except Exception as exc:  # the SDK raises its MCPError (or a group holding it)
+            assert "use the initialize handshake" in repr(exc) or "400" in repr(exc)
+        else:
+            raise AssertionError("a stateless request ran code without a session")
+
+        call = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "execute_code", "arguments": {}}}
+        sent = {**headers, "Accept": "application/json, text/event-stream"}
+        stateless = httpx.post(url, json=call, headers={**sent, "Mcp-Protocol-Version": STATELESS_VERSION})
+        assert stateless.status_code == 400 and stateless.json()["error"]["code"] == -32600, stateless.text
+        assert "use the initialize handshake" in stateless.json()["error"]["message"]
+        no_id = httpx.post(url, json=call, headers={**sent, "Mcp-Protocol-Version": LATEST_HANDSHAKE_VERSION})
+        assert no_id.status_code == 400 and "Missing session ID" in no_id.text, no_id.text
+
+        async def auto() -> str | None:
+            http = httpx2.AsyncClient(headers=headers, timeout=60)
+            async with http, Client(streamable_http_client(url, http_client=http)) as client:
+                assert {tool.name for tool in (await client.list_tools()).tools} == {"execute_code", "search_tools"}
+                return client.protocol_version
+
+        assert asyncio.run(auto()) in HANDSHAKE_PROTOCOL_VERSIONS

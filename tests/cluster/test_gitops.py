@@ -21,9 +21,9 @@ from kubernetes import client
 from gateway.cluster.directory import KubeDirectory
 from gateway.cluster.server_status import ServerStatusReporter
 from gateway.cluster.servers import ClusterServers
-from gateway.sessions.pool import SessionPool
 from gateway.settings import Limits
 from gateway.tools.catalog import Catalog, namespaced_server_key
+from gateway.upstreams.pool import UpstreamPool
 from mcpexec.api.meta import AGENTTASK_PLURAL, GROUP, MCPSERVER_PLURAL, VERSION
 from tests.cluster.kube import (
     condition,
@@ -158,7 +158,7 @@ def test_an_mcpserver_reads_as_the_gateway_sees_it(cluster: ControlPlane, namesp
     async def scenario() -> None:
         servers = ClusterServers(KubeDirectory(client.ApiClient()), 600, frozenset())
         await servers.refresh()
-        pool = SessionPool(servers.specs, Limits().max_result_bytes, servers.headers)
+        pool = UpstreamPool(servers.specs, Limits().max_result_bytes, servers.headers)
         reporter = ServerStatusReporter(
             KubeDirectory(client.ApiClient()), servers, Catalog(pool, namespaced_server_key, wait=5)
         )

@@ -175,8 +175,8 @@ def test_streamable_http_answers_up_to_the_limit_pass_and_larger_ones_are_a_502(
         outbox = c.post("/v1/tools/crm/sent_messages/call", json={"arguments": {}})
         assert outbox.status_code == 200, outbox.text[:500]
         assert outbox.json()["structuredContent"]["result"][0]["body"] == "x" * 600_000
-        (owner,) = gw.gateway.core.pool.owners()  # this task's sessions
-        connection = gw.gateway.core.pool.connection(owner, "crm")
+        (owner,) = gw.gateway.core.upstreams.owners()  # this task's connections
+        connection = gw.gateway.core.upstreams.connection(owner, "crm")
         generation = connection.generation
         send("€" * 200_000)
         refused = c.post("/v1/tools/crm/sent_messages/call", json={"arguments": {}})

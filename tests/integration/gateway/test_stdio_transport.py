@@ -14,7 +14,7 @@ import anyio
 import mcp_types as types
 from mcp.client.stdio import StdioServerParameters
 
-from gateway.sessions.stdio import MESSAGE_TOO_LARGE, READ_SIZE, bounded_stdio
+from gateway.upstreams.stdio import MESSAGE_TOO_LARGE, READ_SIZE, bounded_stdio
 
 LIMIT = 100_000
 

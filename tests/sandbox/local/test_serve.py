@@ -1,6 +1,7 @@
 """`mcpexec serve` under gVisor, driven by MCP clients nobody here wrote, over stdio and over streamable HTTP: the MCP
 Python SDK's client (the `mcp` package) and the MCP Inspector's CLI (npm `@modelcontextprotocol/inspector`, run from
-tests/mcp-servers, offline). Behind them: the in-process gateway, the demo MCP server, one runsc sandbox per session."""
+tests/mcp-servers, offline). Behind them: the in-process gateway, the demo MCP server, one runsc sandbox per session.
+The refusal of stateless requests is tested on both HTTP front doors at once: tests/cluster/test_gateway_sessions.py."""
 
 from __future__ import annotations
 
@@ -114,21 +115,6 @@ def test_http_sessions_each_get_a_warm_sandbox_of_their_own_ended_with_the_sessi
         asyncio.run(sessions())
         # Both sessions deleted by their clients: their sandboxes are gone, the warm one stays.
         assert until(lambda: len(mounted_under(state_home)) == 2, 30), mounted_under(state_home)
-
-
-def test_a_stateless_request_is_refused_with_a_reason(state_home: Path) -> None:
-    with http_server(state_home) as url:
-
-        async def modern() -> None:
-            async with Client(url, mode="2026-07-28") as client:
-                await client.call_tool("execute_code", {"code": "print(1)"})
-
-        try:
-            asyncio.run(modern())
-        except Exception as exc:  # the SDK raises its MCPError (or a group holding it)
-            assert "use the initialize handshake" in repr(exc) or "400" in repr(exc)
-        else:
-            raise AssertionError("a stateless request ran code without a session")
 
 
 def inspector(*target: str, method: str, state_home: Path, **tool_args: str) -> dict[str, Any]:

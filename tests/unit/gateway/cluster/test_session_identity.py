@@ -10,8 +10,8 @@ import pytest
 
 from gateway.cluster.auth import PoolSandbox, claimed_session_context
 from gateway.cluster.claims import claim_of
-from gateway.cluster.front_door import target_of
-from gateway.cluster.sessions import session_scope
+from gateway.cluster.people.front_door import target_of
+from gateway.cluster.people.sessions import session_scope
 from gateway.errors import Forbidden, NoSession, SandboxNotClaimed, Unauthenticated
 from mcpexec.api.agentsession import SESSION_CODE
 

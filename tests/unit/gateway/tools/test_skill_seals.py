@@ -9,9 +9,9 @@ import pytest
 
 from gateway.context import TaskContext
 from gateway.errors import SkillRefused
-from gateway.sessions.pool import SessionPool
 from gateway.tools.catalog import Catalog
 from gateway.tools.skill_seals import SealedSkill, SkillCode, SkillSeals
+from gateway.upstreams.pool import UpstreamPool
 from tests.support.tasks import make_task
 
 
@@ -20,7 +20,7 @@ def _ctx(namespace: str) -> TaskContext:
 
 
 def test_a_seal_holds_only_for_its_code_name_namespace_and_key() -> None:
-    seals = SkillSeals(Catalog(SessionPool(dict, 1 << 20)), b"k" * 32)
+    seals = SkillSeals(Catalog(UpstreamPool(dict, 1 << 20)), b"k" * 32)
     skill = SkillCode(name="report", code="def report():\n    return 1\n")
     seal = asyncio.run(seals.seal(_ctx("team-a"), skill))
     asyncio.run(seals.check(_ctx("team-a"), SealedSkill(name="report", code=skill.code, seal=seal)))
@@ -33,6 +33,6 @@ def test_a_seal_holds_only_for_its_code_name_namespace_and_key() -> None:
     for ctx, sealed in forged:
         with pytest.raises(SkillRefused, match="does not match its seal"):
             asyncio.run(seals.check(ctx, sealed))
-    other_key = SkillSeals(Catalog(SessionPool(dict, 1 << 20)), b"j" * 32)
+    other_key = SkillSeals(Catalog(UpstreamPool(dict, 1 << 20)), b"j" * 32)
     with pytest.raises(SkillRefused):
         asyncio.run(other_key.check(_ctx("team-a"), SealedSkill(name="report", code=skill.code, seal=seal)))

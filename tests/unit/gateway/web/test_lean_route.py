@@ -10,7 +10,7 @@ import pytest
 from fastapi import FastAPI
 
 from gateway.tools.calls import CallRequest, CallResult
-from gateway.web.app import Caller
+from gateway.web.auth import Caller
 from gateway.web.lean_route import LeanRoute
 
 

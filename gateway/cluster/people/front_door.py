@@ -5,7 +5,8 @@ running code in it would be (`create` on `agentsessions` and on `agentsessions/e
 before any MCP is spoken. The first tool call of an MCP session (its `Mcp-Session-Id`) creates an AgentSession of
 that pool for the caller (named `mcp-xxxxx`, annotated with who it was made for) and waits until it is Ready; the
 session's later calls must come from the same user on the same path. The client's DELETE of the MCP session deletes
-the AgentSession (its sandbox goes with it); a client that vanishes leaves it to its idle timeout.
+the AgentSession (its sandbox goes with it); a client that vanishes leaves it to its idle timeout. A stateless request
+is refused as on every front door (gateway/web/mcp_session_registry.py).
 """
 
 from __future__ import annotations
@@ -15,24 +16,22 @@ import logging
 import re
 import time
 from dataclasses import dataclass
-from typing import Any
 
 from kubernetes.client.exceptions import ApiException
 from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.transport_security import TransportSecuritySettings
-from starlette.requests import Request
-from starlette.responses import JSONResponse
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import ASGIApp
 
 from gateway.cluster.auth import session_context
-from gateway.cluster.sessions import ClusterSessions
+from gateway.cluster.people.sessions import ClusterSessions
 from gateway.context import TaskContext
-from gateway.errors import ErrorBody, ErrorResponse, GatewayError, NotFound
+from gateway.errors import GatewayError, NotFound
 from gateway.executions.broker import ANSWER_GRACE_SECONDS
 from gateway.executions.models import MAX_TIMEOUT_SECONDS
 from gateway.web.auth import bearer_token
 from gateway.web.mcp_front_door import front_door
+from gateway.web.mcp_session_registry import IDLE_SECONDS, McpSessionRegistry, mcp_session_request
 from mcpexec.api.agentsession import SessionPhase
 from mcpexec.api.meta import API_VERSION, DNS1123_LABEL, GROUP
 
@@ -40,13 +39,10 @@ log = logging.getLogger("mcpexec.gateway.front_door")
 
 PATH = "/mcp/{namespace}/{pool}"
 PREFIX = "/mcp/"
-SESSION_HEADER = "mcp-session-id"
 CREATED_FOR = f"{GROUP}/created-for"
 # The operator waits up to a minute for an idle sandbox (controller/sessions.py); then some slack.
 READY_WAIT_SECONDS = 75.0
 READY_POLL_SECONDS = 0.1
-# The SDK forgets an MCP session idle this long: longer than the longest execution, which is one request.
-MCP_IDLE_SECONDS = MAX_TIMEOUT_SECONDS + 600
 
 
 @dataclass(frozen=True)
@@ -68,27 +64,15 @@ def target_of(path: str) -> tuple[str, str] | None:
 class ClusterFrontDoor:
     def __init__(self, sessions: ClusterSessions) -> None:
         self._sessions = sessions
-        self._opened: dict[str, asyncio.Task[_Opened]] = {}
-        self._used: dict[str, float] = {}  # when each MCP session last called a tool (one the SDK forgot is dropped)
+        # An MCP session that idled out is only forgotten: its AgentSession is left to its own idle timeout.
+        self._registry: McpSessionRegistry[_Opened] = McpSessionRegistry(self._delete, end_idle=False)
 
     async def session_of(self, ctx: Context) -> TaskContext:
-        request = ctx.request_context.request
-        if not isinstance(request, Request) or not request.headers.get(SESSION_HEADER):
-            raise ToolError("no MCP session: connect with the initialize handshake, which gives one")
-        key = request.headers[SESSION_HEADER]
+        request, key = mcp_session_request(ctx)
         namespace, pool = request.path_params["namespace"], request.path_params["pool"]
         try:
             user = await self._sessions.users.user(bearer_token(request.headers.get("authorization")))
-            self._forget_idle()
-            self._used[key] = time.monotonic()
-            opening = self._opened.get(key)
-            if opening is None:  # concurrent first calls of one MCP session share its AgentSession
-                opening = self._opened[key] = asyncio.ensure_future(self._create(namespace, pool, user["username"]))
-            try:  # shielded: a caller that gives up leaves the creation to the session's next call (or its end)
-                opened = await asyncio.shield(opening)
-            except (GatewayError, ToolError):
-                self._opened.pop(key, None)  # it never became a session: the next call tries again
-                raise
+            opened = await self._registry.session(key, lambda: self._create(namespace, pool, user["username"]))
             if (opened.namespace, opened.pool, opened.username) != (namespace, pool, user["username"]):
                 raise ToolError("this MCP session belongs to another caller, or another pool")
             document = await self._sessions.read(namespace, opened.name)
@@ -97,15 +81,8 @@ class ClusterFrontDoor:
         except GatewayError as exc:
             raise ToolError(f"{exc.code}: {exc.message}") from None
 
-    def _forget_idle(self) -> None:
-        """MCP sessions the SDK has forgotten (idle past MCP_IDLE_SECONDS): their AgentSessions idled out long ago."""
-        stale = [key for key, used in self._used.items() if time.monotonic() - used > MCP_IDLE_SECONDS]
-        for key in stale:
-            self._used.pop(key, None)
-            self._opened.pop(key, None)
-
     async def _create(self, namespace: str, pool: str, username: str) -> _Opened:
-        """An AgentSession of `pool` for `username`, once Ready (the caller's rights were checked by `app`)."""
+        """An AgentSession of `pool` for `username`, once Ready (the caller's rights were checked by `_admit`)."""
         body = {
             "apiVersion": API_VERSION,
             "kind": "AgentSession",
@@ -128,16 +105,8 @@ class ClusterFrontDoor:
             await asyncio.sleep(READY_POLL_SECONDS)
         raise ToolError(f"session {namespace}/{name} was not ready within {READY_WAIT_SECONDS:g} s")
 
-    async def end(self, key: str) -> None:
+    async def _delete(self, opened: _Opened, _reason: str) -> None:
         """The MCP session is over: its AgentSession is deleted (and its sandbox with it)."""
-        self._used.pop(key, None)
-        opening = self._opened.pop(key, None)
-        if opening is None:
-            return
-        try:
-            opened = await opening
-        except (GatewayError, ToolError):  # it never became a session: nothing to delete
-            return
         try:
             await asyncio.to_thread(self._sessions.directory.delete_session, opened.namespace, opened.name)
         except ApiException as exc:
@@ -145,37 +114,22 @@ class ClusterFrontDoor:
                 raise
         log.info("MCP session ended", extra={"namespace": opened.namespace, "session": opened.name})
 
-    async def _admit(self, headers: dict[str, str], namespace: str) -> None:
+    async def _admit(self, path: str, headers: dict[str, str]) -> None:
+        """Who may speak MCP here at all: `create` on `agentsessions` and on `agentsessions/exec` in the path's
+        namespace."""
+        target = target_of(path)
+        if target is None:
+            raise NotFound(f"the MCP front door is at {PATH}")
         user = await self._sessions.users.user(bearer_token(headers.get("authorization")))
-        await self._sessions.users.require(user, "create", namespace)
-        await self._sessions.users.require(user, "create", namespace, subresource="exec")
+        await self._sessions.users.require(user, "create", target[0])
+        await self._sessions.users.require(user, "create", target[0], subresource="exec")
 
     def app(self) -> ASGIApp:
-        """The SDK's streamable HTTP app behind the caller's checks; a deleted MCP session's AgentSession deleted."""
+        """The SDK's streamable HTTP app behind the caller's checks and the registry's (mcp_session_registry.py)."""
         inner = front_door(self._sessions.core, self.session_of).streamable_http_app(
             streamable_http_path=PATH,
-            session_idle_timeout=MCP_IDLE_SECONDS,
+            session_idle_timeout=IDLE_SECONDS,
             # Bearer tokens, no ambient credentials: DNS rebinding gains an attacker nothing here.
             transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
         )
-
-        async def app(scope: Scope, receive: Receive, send: Send) -> None:
-            if scope["type"] != "http":
-                await inner(scope, receive, send)
-                return
-            target = target_of(scope["path"])
-            headers = {name.decode("latin-1").lower(): value.decode("latin-1") for name, value in scope["headers"]}
-            try:
-                if target is None:
-                    raise NotFound(f"the MCP front door is at {PATH}")
-                await self._admit(headers, target[0])
-            except GatewayError as exc:
-                body: dict[str, Any] = ErrorResponse(error=ErrorBody(code=exc.code, message=exc.message)).model_dump()
-                await JSONResponse(body, status_code=exc.status)(scope, receive, send)
-                return
-            await inner(scope, receive, send)
-            key = headers.get(SESSION_HEADER)
-            if scope["method"] == "DELETE" and key:
-                await self.end(key)
-
-        return app
+        return self._registry.app(inner, self._admit)

@@ -8,12 +8,15 @@ only with the task whose claim names that very pod: a claim can be neither moved
 from __future__ import annotations
 
 import logging
-from typing import Literal
+from typing import Annotated, Literal
 
+from fastapi import APIRouter, Query, Response
 from pydantic import BaseModel, ConfigDict, Field
 
 from gateway.core import GatewayCore
 from gateway.errors import Forbidden, Unauthenticated
+from gateway.web.auth import Credentials
+from gateway.web.error_responses import ERROR_RESPONSES
 from mcpexec.api.agenttask import runtime_task_config
 from runtime.contract import SESSION_MODE
 
@@ -55,3 +58,25 @@ async def assignment(core: GatewayCore, token: str | None, wait: float) -> Assig
     if ctx.session:  # an AgentSession's: the runtime serves executions (runtime/session.py), it has no code of its own
         config = {key: value for key, value in config.items() if key != "code"} | {"mode": SESSION_MODE}
     return Assignment.model_validate(config)
+
+
+def router(core: GatewayCore) -> APIRouter:
+    routes = APIRouter()
+
+    @routes.get(
+        "/v1/assignment",
+        responses={**ERROR_RESPONSES, 204: {"description": "Not claimed yet: ask again"}},
+        response_model=Assignment,
+        response_model_exclude_none=True,
+        response_model_by_alias=True,
+    )
+    async def get_assignment(
+        credentials: Credentials,
+        wait: Annotated[float, Query(ge=0, le=MAX_WAIT_SECONDS)] = DEFAULT_WAIT_SECONDS,
+    ) -> Assignment | Response:
+        """A SandboxPool's sandbox's task (its task.json), once the operator has claimed the sandbox for one:
+        waits up to `wait` seconds for the claim, then 204. Any other caller: 403."""
+        answer = await assignment(core, None if credentials is None else credentials.credentials, wait)
+        return Response(status_code=204) if answer is None else answer
+
+    return routes

@@ -1,6 +1,7 @@
-"""Long-lived MCP sessions: one connection per (owner, server), each in its own task, reconnecting with backoff.
+"""Upstream MCP servers: one long-lived connection per (owner, server), each in its own task, reconnecting with
+backoff.
 
-An owner is a task scope (its calls never share a server process or HTTP session with another task's) or
+An owner is a task scope (its calls never share a server process or HTTP connection with another task's) or
 the gateway's own catalog, which only lists tools. A server that is down is retried in the background and
 reported as not connected; it never blocks or breaks the other servers.
 """
@@ -22,12 +23,12 @@ from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.shared.exceptions import MCPError
 
 from gateway.errors import ResultTooLarge, ServerConnectionLost, ServerUnavailable, ToolTimeout, UpstreamError
-from gateway.sessions.http_limits import bound_json_answers, dropped_for_size
-from gateway.sessions.keepalive import reuse_connections
-from gateway.sessions.stdio import bounded_stdio
+from gateway.upstreams.http_limits import bound_json_answers, dropped_for_size
+from gateway.upstreams.keepalive import reuse_connections
+from gateway.upstreams.stdio import bounded_stdio
 from mcpexec.api.mcpserver import MCPServerSpec
 
-log = logging.getLogger("mcpexec.gateway.sessions")
+log = logging.getLogger("mcpexec.gateway.upstreams")
 
 CATALOG_OWNER = "gateway-catalog"
 _CONNECTION_LOST = (anyio.ClosedResourceError, anyio.BrokenResourceError, anyio.EndOfStream, ConnectionError)
@@ -50,7 +51,7 @@ def mcp_client(spec: MCPServerSpec, max_message_bytes: int, headers: dict[str, s
 
 
 class MCPConnection:
-    """One MCP session kept open by a background task; callers use it from any task."""
+    """One connection to an upstream MCP server, kept open by a background task; callers use it from any task."""
 
     def __init__(
         self,
@@ -108,7 +109,7 @@ class MCPConnection:
                 await asyncio.sleep(delay)
                 delay = min(delay * 2, ceiling)
 
-    async def _session(self, wait: float) -> Client:
+    async def _connected(self, wait: float) -> Client:
         if self._client is None:
             with contextlib.suppress(TimeoutError):
                 async with asyncio.timeout(wait):
@@ -118,8 +119,8 @@ class MCPConnection:
         return self._client
 
     def _drop(self, client: Client) -> None:
-        """`client`'s session is dead: hand it out no more (callers wait for the reconnect) and wake the runner.
-        Only if it is still the current one: a late failure of an old session never breaks its successor."""
+        """`client`'s connection is dead: hand it out no more (callers wait for the reconnect) and wake the runner.
+        Only if it is still the current one: a late failure of an old connection never breaks its successor."""
         if self._client is client:
             self._client = None
             self._ready.clear()
@@ -134,7 +135,7 @@ class MCPConnection:
         return ServerConnectionLost(f"connection to MCP server {self.server!r} was lost during {tool}; it may have run")
 
     async def list_tools(self, wait: float) -> list[types.Tool]:
-        client = await self._session(wait)
+        client = await self._connected(wait)
         tools: list[types.Tool] = []
         cursor: str | None = None
         try:
@@ -152,7 +153,7 @@ class MCPConnection:
             raise UpstreamError(f"{self.server}: tools/list failed: {exc.message}") from None
 
     async def call_tool(self, tool: str, arguments: dict[str, Any], wait: float) -> types.CallToolResult:
-        client = await self._session(wait)
+        client = await self._connected(wait)
         timeout = self.spec.call_timeout_seconds
         try:
             # One deadline over sending and answering (the SDK's own read timeout on top cost 0.07 ms a call).
@@ -184,8 +185,8 @@ class MCPConnection:
                 await self._runner
 
 
-class SessionPool:
-    """All open connections, keyed by (owner, server); `specs` says which servers exist right now."""
+class UpstreamPool:
+    """All open upstream connections, keyed by (owner, server); `specs` says which servers exist right now."""
 
     def __init__(
         self,

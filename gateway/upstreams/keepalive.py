@@ -1,4 +1,4 @@
-"""One TCP connection per streamable-HTTP session, not one per call.
+"""One TCP connection per upstream streamable-HTTP server connection, not one per call.
 
 The SDK closes a call's server-sent-event answer as soon as the JSON-RPC response event arrives, before the
 body's end (python-sdk#2707). httpcore can then not hand the connection back to its pool and closes it: every
@@ -44,8 +44,9 @@ class _DrainedOnClose(httpx2.AsyncByteStream):
 
 
 def reuse_connections(client: httpx2.AsyncClient) -> None:
-    """Drain each event-stream answer when the SDK closes it, so `client` keeps the connection. (The session's
-    listen stream is only closed when the session ends, by cancellation, which the drain does not outlast.)"""
+    """Drain each event-stream answer when the SDK closes it, so `client` keeps the connection. (The
+    connection's listen stream is only closed when the connection ends, by cancellation, which the drain does not
+    outlast.)"""
 
     async def drain_on_close(response: httpx2.Response) -> None:
         if response.headers.get("content-type", "").lower().startswith("text/event-stream"):

@@ -53,7 +53,7 @@ def answered_id(head: bytes, tail: bytes) -> int | None:
 def _parse(line: bytearray) -> SessionMessage | Exception:
     try:
         return SessionMessage(types.jsonrpc_message_adapter.validate_json(line, by_name=False))
-    except ValueError as exc:  # handed to the session, as the SDK's transport does
+    except ValueError as exc:  # handed to the client, as the SDK's transport does
         return exc
 
 
@@ -68,12 +68,12 @@ class _Oversized:
         self.size += len(piece)
 
 
-async def _read(process: Process, limit: int, to_session: MemoryObjectSendStream[SessionMessage | Exception]) -> None:
+async def _read(process: Process, limit: int, to_client: MemoryObjectSendStream[SessionMessage | Exception]) -> None:
     """Line by line; at most `limit` bytes of a line, plus one read, are ever held."""
     assert process.stdout is not None
     buffer, scanned = bytearray(), 0
     oversized: _Oversized | None = None
-    async with to_session:
+    async with to_client:
         with suppress(anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
             while True:
                 buffer += await process.stdout.receive(READ_SIZE)
@@ -87,9 +87,9 @@ async def _read(process: Process, limit: int, to_session: MemoryObjectSendStream
                     elif len(line) > limit:
                         cut = _Oversized(line)
                     else:
-                        await to_session.send(_parse(line))
+                        await to_client.send(_parse(line))
                         continue
-                    if not await _refuse(cut, limit, to_session):
+                    if not await _refuse(cut, limit, to_client):
                         return
                 scanned = len(buffer)
                 if buffer and (oversized is not None or len(buffer) > limit):
@@ -101,7 +101,7 @@ async def _read(process: Process, limit: int, to_session: MemoryObjectSendStream
                     scanned = 0
 
 
-async def _refuse(line: _Oversized, limit: int, to_session: MemoryObjectSendStream[SessionMessage | Exception]) -> bool:
+async def _refuse(line: _Oversized, limit: int, to_client: MemoryObjectSendStream[SessionMessage | Exception]) -> bool:
     """Fail the request a too-long line answered; False when it cannot be told, and the connection must close."""
     request = answered_id(line.head, line.tail)
     log.warning("mcp message over the limit", extra={"bytes": line.size, "limit": limit, "request": request})
@@ -110,23 +110,23 @@ async def _refuse(line: _Oversized, limit: int, to_session: MemoryObjectSendStre
     error = types.ErrorData(
         code=MESSAGE_TOO_LARGE, message=f"the server answered {line.size} bytes, over the gateway's limit of {limit}"
     )
-    await to_session.send(SessionMessage(types.JSONRPCError(jsonrpc="2.0", id=request, error=error)))
+    await to_client.send(SessionMessage(types.JSONRPCError(jsonrpc="2.0", id=request, error=error)))
     return True
 
 
 async def _write(
     process: Process,
-    from_session: MemoryObjectReceiveStream[SessionMessage],
-    to_session: MemoryObjectSendStream[SessionMessage | Exception],
+    from_client: MemoryObjectReceiveStream[SessionMessage],
+    to_client: MemoryObjectSendStream[SessionMessage | Exception],
 ) -> None:
     assert process.stdin is not None
     try:
-        async with from_session:
-            async for message in from_session:
+        async with from_client:
+            async for message in from_client:
                 line = message.message.model_dump_json(by_alias=True, exclude_unset=True) + "\n"
                 await process.stdin.send(line.encode())
     except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
-        await to_session.aclose()  # the server stopped reading: the session sees the connection end
+        await to_client.aclose()  # the server stopped reading: the client sees the connection end
 
 
 async def _exited(process: Process) -> bool:
@@ -161,11 +161,11 @@ async def bounded_stdio(params: StdioServerParameters, max_message_bytes: int) -
         stderr=sys.stderr,
         start_new_session=True,
     )
-    to_session, from_server = anyio.create_memory_object_stream[SessionMessage | Exception](0)
-    to_server, from_session = anyio.create_memory_object_stream[SessionMessage](0)
+    to_client, from_server = anyio.create_memory_object_stream[SessionMessage | Exception](0)
+    to_server, from_client = anyio.create_memory_object_stream[SessionMessage](0)
     async with anyio.create_task_group() as tasks:
-        tasks.start_soon(_read, process, max_message_bytes, to_session)
-        tasks.start_soon(_write, process, from_session, to_session)
+        tasks.start_soon(_read, process, max_message_bytes, to_client)
+        tasks.start_soon(_write, process, from_client, to_client)
         try:
             yield from_server, to_server
         finally:

@@ -14,7 +14,7 @@ import httpx2
 import mcp_types as types
 from mcp.shared.exceptions import MCPError
 
-from gateway.sessions.stdio import MESSAGE_TOO_LARGE
+from gateway.upstreams.stdio import MESSAGE_TOO_LARGE
 
 _JSON_BODY_TOO_LARGE = "JSON answer over the gateway's limit"
 # How the SDK fails a request whose answer a transport dropped for its size: its own SSE event limit (httpx2's
@@ -23,7 +23,7 @@ _DROPPED_FOR_SIZE = re.compile(rf"Server-sent event exceeded the \d+ byte limit|
 
 
 def dropped_for_size(exc: MCPError) -> bool:
-    """Whether this request failed because its answer was over the limit (the session itself is fine)."""
+    """Whether this request failed because its answer was over the limit (the connection itself is fine)."""
     if exc.code == MESSAGE_TOO_LARGE:
         return True
     return exc.code in (types.CONNECTION_CLOSED, types.PARSE_ERROR) and bool(_DROPPED_FOR_SIZE.search(exc.message))

@@ -14,7 +14,7 @@ import httpx2
 import pytest
 from mcp.shared._httpx_utils import create_mcp_http_client
 
-from gateway.sessions.keepalive import DRAIN_MAX_BYTES, reuse_connections
+from gateway.upstreams.keepalive import DRAIN_MAX_BYTES, reuse_connections
 
 EVENT = b'event: message\ndata: {"jsonrpc":"2.0","id":1,"result":{}}\n\n'
 SSE = b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"

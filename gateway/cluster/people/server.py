@@ -13,10 +13,12 @@ from fastapi import FastAPI, Query
 from fastapi.responses import StreamingResponse
 from starlette.types import Receive, Scope, Send
 
-from gateway.cluster.front_door import PREFIX, ClusterFrontDoor
-from gateway.cluster.sessions import ClusterSessions
+from gateway.cluster.people.front_door import PREFIX, ClusterFrontDoor
+from gateway.cluster.people.sessions import ClusterSessions
 from gateway.executions.models import ExecuteRequest, ExecutionOutcome
-from gateway.web.app import ERROR_RESPONSES, Credentials, gateway_app
+from gateway.web.app import gateway_app
+from gateway.web.auth import Credentials
+from gateway.web.error_responses import ERROR_RESPONSES
 
 NDJSON = "application/x-ndjson"
 
@@ -51,7 +53,8 @@ def create_sessions_app(sessions: ClusterSessions) -> FastAPI:
 
 
 class SessionsServer:
-    """The execute API and the MCP front door as one ASGI app (the front door's lifespan runs its session manager)."""
+    """The execute API and the MCP front door as one ASGI app (the front door's lifespan runs the SDK's MCP-session
+    manager and the registry's reaper)."""
 
     def __init__(self, sessions: ClusterSessions) -> None:
         self.front_door = ClusterFrontDoor(sessions)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from gateway.sessions.stdio import answered_id
+from gateway.upstreams.stdio import answered_id
 
 
 @pytest.mark.parametrize(

@@ -1,1 +1,0 @@
-"""Connections to MCP servers: the session pool, the bounded stdio transport, HTTP answer limits and keep-alive."""

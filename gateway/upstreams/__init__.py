@@ -1,0 +1,1 @@
+"""Connections to upstream MCP servers: their pool, the bounded stdio transport, HTTP answer limits and keep-alive."""
