@@ -138,6 +138,14 @@ def _ready_session(namespace: str, name: str, pod: dict[str, Any], **spec: Any) 
     return created
 
 
+def _session_gone(namespace: str, name: str) -> bool:
+    try:
+        session_status(namespace, name)
+    except ApiException as exc:
+        return exc.status == 404
+    return False
+
+
 def _execute(url: str, namespace: str, name: str, token: str, code: str, timeout: float = 20) -> httpx.Response:
     with httpx.Client() as http:
         return execute(http, url, namespace, name, token, code, timeout)
@@ -244,20 +252,87 @@ def test_the_mcp_front_door_creates_a_session_for_its_client_and_deletes_it_afte
         assert stdout == "42\n"
         assert name.startswith("mcp-")
 
-        def session_gone() -> bool:
-            try:
-                session_status(namespace, name)
-            except ApiException as exc:
-                return exc.status == 404
-            return False
-
-        wait_for(session_gone, 30, "the AgentSession deleted when the MCP client closed")
+        wait_for(lambda: _session_gone(namespace, name), 30, "the AgentSession deleted when the MCP client closed")
         wait_for(lambda: pod_gone(namespace, pod.metadata.name), 60, "the session's sandbox deleted with it")
 
         # Without the RBAC to create sessions: refused before any MCP is spoken.
         answer = httpx.post(url, json={}, headers={"Authorization": f"Bearer {mallory}"})
         assert answer.status_code == 403
         assert httpx.post(url, json={}, headers={"Authorization": "Bearer garbage"}).status_code == 401
+
+
+@pytest.mark.timeout(240)
+def test_an_mcp_session_answers_only_its_own_caller_on_its_own_path_delete_included(
+    cluster: ControlPlane, operator: kopf.testing.KopfRunner, namespace: str
+) -> None:
+    """Issue 31.6: a person with rights in another namespace (or another person here, or the same person on another
+    pool's path) who learned an MCP session's id can neither end nor use it: 404, as for an id never given out; the
+    session's own client goes on, and its DELETE ends it."""
+    role = _session_user_role()
+    alice, bob_here = _user(namespace, "alice", role), _user(namespace, "bob", role)
+    elsewhere = kube.create_namespace()
+    try:
+        bob_there = _user(elsewhere, "bob", role)
+        pod = warm_pool(namespace, POOL, 1, mcpServers=["crm"])[0]
+        crm_port, gateway_port = free_port(), free_port()
+        _crm_server(namespace, crm_port)
+        plain: dict[str, Any] = client.ApiClient().sanitize_for_serialization(pod)
+        with (
+            demo_over_http(crm_port),
+            SessionsGateway(cluster, gateway_port) as gateway,
+            pool_runtime(_pod_token(namespace, plain), gateway_port),
+        ):
+            url = f"{gateway.people_url}/mcp/{namespace}/{POOL}"
+            intruders = [
+                (bob_there, f"{gateway.people_url}/mcp/{elsewhere}/{POOL}"),
+                (bob_here, url),
+                (alice, f"{gateway.people_url}/mcp/{namespace}/another-pool"),
+            ]
+
+            async def use() -> str:
+                ids: list[str] = []
+
+                async def seen(response: httpx2.Response) -> None:
+                    if key := response.headers.get("mcp-session-id"):
+                        ids.append(key)
+
+                http = httpx2.AsyncClient(
+                    headers={"Authorization": f"Bearer {alice}"}, timeout=120, event_hooks={"response": [seen]}
+                )
+                async with http, Client(streamable_http_client(url, http_client=http), mode="legacy") as mcp:
+                    first = await mcp.call_tool("execute_code", {"code": "n = 2"})
+                    assert not first.is_error, first.content
+                    (session,) = client.CustomObjectsApi().list_namespaced_custom_object(
+                        GROUP, VERSION, namespace, AGENTSESSION_PLURAL
+                    )["items"]
+                    call = {"jsonrpc": "2.0", "id": 9, "method": "tools/call", "params": {"name": "execute_code"}}
+                    async with httpx.AsyncClient(timeout=30) as raw:
+                        for token, path in intruders:
+                            for method in ("DELETE", "POST", "GET"):
+                                answer = await raw.request(
+                                    method,
+                                    path,
+                                    json=call if method == "POST" else None,
+                                    headers={
+                                        "Authorization": f"Bearer {token}",
+                                        "Mcp-Session-Id": ids[0],
+                                        "Accept": "application/json, text/event-stream",
+                                    },
+                                )
+                                assert answer.status_code == 404, (method, path, answer.status_code, answer.text)
+                                assert answer.json()["error"]["code"] == "not_found"
+                    name = str(session["metadata"]["name"])
+                    assert session_status(namespace, name).get("phase") == "Ready"
+                    second = await mcp.call_tool("execute_code", {"code": "print(n * 21)"})
+                    assert not second.is_error and second.structured_content is not None, second.content
+                    assert second.structured_content["stdout"] == "42\n"
+                    return name
+
+            name = asyncio.run(use())
+
+            wait_for(lambda: _session_gone(namespace, name), 30, "the AgentSession deleted by its own client's DELETE")
+    finally:
+        client.CoreV1Api().delete_namespace(elsewhere)
 
 
 STATELESS_VERSION = "2026-07-28"
@@ -316,3 +391,25 @@ def test_a_stateless_request_is_refused_with_a_reason(
                 return client.protocol_version
 
         assert asyncio.run(auto()) in HANDSHAKE_PROTOCOL_VERSIONS
+
+
+@pytest.mark.timeout(240)
+@pytest.mark.parametrize("door", ["cluster", "local"])
+def test_an_mcp_session_id_never_given_out_is_not_found_on_both_doors(
+    door: str, request: pytest.FixtureRequest, tmp_path: Path
+) -> None:
+    """A DELETE (or any request) naming an id that no `initialize` gave this caller is 404 with the contract's body,
+    before the transport sees it; the door's sessions go on (gateway/web/mcp_session_registry.py)."""
+    with _front_door(door, request, tmp_path) as (url, headers):
+        sent = {**headers, "Accept": "application/json, text/event-stream", "Mcp-Session-Id": "0" * 32}
+        for method in ("DELETE", "GET"):
+            answer = httpx.request(method, url, headers=sent)
+            assert answer.status_code == 404, (method, answer.text)
+            assert answer.json()["error"]["code"] == "not_found"
+
+        async def listed() -> set[str]:
+            http = httpx2.AsyncClient(headers=headers, timeout=60)
+            async with http, Client(streamable_http_client(url, http_client=http), mode="legacy") as client:
+                return {tool.name for tool in (await client.list_tools()).tools}
+
+        assert asyncio.run(listed()) == {"execute_code", "search_tools"}

@@ -2,11 +2,11 @@
 
 Every HTTP request is authenticated with the caller's own Kubernetes token and authorized as creating a session and
 running code in it would be (`create` on `agentsessions` and on `agentsessions/exec` in that namespace): 401 or 403
-before any MCP is spoken. The first tool call of an MCP session (its `Mcp-Session-Id`) creates an AgentSession of
-that pool for the caller (named `mcp-xxxxx`, annotated with who it was made for) and waits until it is Ready; the
-session's later calls must come from the same user on the same path. The client's DELETE of the MCP session deletes
-the AgentSession (its sandbox goes with it); a client that vanishes leaves it to its idle timeout. A stateless request
-is refused as on every front door (gateway/web/mcp_session_registry.py).
+before any MCP is spoken. The first tool call of an MCP session (its `Mcp-Session-Id`) creates an AgentSession of that
+pool for the caller (named `mcp-xxxxx`, annotated with who it was made for) and waits until it is Ready; the session's
+later requests (its DELETE too) must come from the same user on the same path: anyone else's get 404. The client's
+DELETE of the MCP session deletes the AgentSession (its sandbox goes with it); a client that vanishes leaves it to its
+idle timeout. A stateless request is refused as on every front door (gateway/web/mcp_session_registry.py).
 """
 
 from __future__ import annotations
@@ -72,9 +72,8 @@ class ClusterFrontDoor:
         namespace, pool = request.path_params["namespace"], request.path_params["pool"]
         try:
             user = await self._sessions.users.user(bearer_token(request.headers.get("authorization")))
+            # The registry let only the MCP session's own caller, on its own path, get here.
             opened = await self._registry.session(key, lambda: self._create(namespace, pool, user["username"]))
-            if (opened.namespace, opened.pool, opened.username) != (namespace, pool, user["username"]):
-                raise ToolError("this MCP session belongs to another caller, or another pool")
             document = await self._sessions.read(namespace, opened.name)
             await self._sessions.touch(document, MAX_TIMEOUT_SECONDS + ANSWER_GRACE_SECONDS)
             return session_context(document, time.time() + MAX_TIMEOUT_SECONDS)
@@ -114,15 +113,16 @@ class ClusterFrontDoor:
                 raise
         log.info("MCP session ended", extra={"namespace": opened.namespace, "session": opened.name})
 
-    async def _admit(self, path: str, headers: dict[str, str]) -> None:
+    async def _admit(self, path: str, headers: dict[str, str]) -> tuple[str, str, str]:
         """Who may speak MCP here at all: `create` on `agentsessions` and on `agentsessions/exec` in the path's
-        namespace."""
+        namespace. The caller an MCP session is bound to: its namespace, pool and user."""
         target = target_of(path)
         if target is None:
             raise NotFound(f"the MCP front door is at {PATH}")
         user = await self._sessions.users.user(bearer_token(headers.get("authorization")))
         await self._sessions.users.require(user, "create", target[0])
         await self._sessions.users.require(user, "create", target[0], subresource="exec")
+        return target[0], target[1], user["username"]
 
     def app(self) -> ASGIApp:
         """The SDK's streamable HTTP app behind the caller's checks and the registry's (mcp_session_registry.py)."""
