@@ -86,7 +86,7 @@ class Gateway:
         headers = {"Authorization": f"Bearer {self._env.bearer()}", "Content-Type": "application/json"}
         answer = self._connections.exchange(method, path, payload, headers, retry_for)
         try:
-            decoded = json.loads(answer.body) if answer.body else None
+            decoded = None if answer.status == 204 else json.loads(answer.body)
         except ValueError:
             if answer.status < 400:
                 raise connection_lost(method, path, "the answer was not JSON") from None

@@ -5,10 +5,10 @@ What a failure means depends on where the request was:
 - Connecting (name lookup, TCP or the Unix socket, TLS): nothing was sent. Tried again, backing off from 0.1 s to
   2 s, for up to RETRY_SECONDS; then ToolError `gateway_unreachable` (503). A gateway starting or restarting, or a
   name the cluster's DNS fails to answer for a moment, costs a wait, not the task.
-- Sent, with no complete answer back (the connection broke or timed out, or what came back was not HTTP): the
-  gateway may have received it and run it (a tool call, a model call, a skill's seal, an execution's outcome). It is
-  not sent again: ToolError `gateway_connection_lost` (502) says it may have run. Only a GET is sent again, within
-  the same bound (RESENT_METHODS).
+- Sent, with no complete answer back (the connection broke or timed out, what came back was not HTTP, or was an
+  answer whose end cannot be told from a cut): the gateway may have received it and run it (a tool call, a model
+  call, a skill's seal, an execution's outcome). It is not sent again: ToolError `gateway_connection_lost` (502)
+  says it may have run. Only a GET is sent again, within the same bound (RESENT_METHODS).
 - A kept-alive connection is reused only while it has been idle less than IDLE_REUSE_SECONDS, under the gateway's
   keep-alive timeout, and only if nothing is readable on it (a server that closed it left an EOF there): otherwise
   a new one is opened first. So a connection the gateway closed while idle is found before a request goes into it;
@@ -53,6 +53,10 @@ def connection_lost(method: str, path: str, cause: str) -> ToolError:
     return ToolError(
         502, GATEWAY_CONNECTION_LOST, f"connection to the gateway was lost during {method} {path} ({cause}){ran}"
     )
+
+
+class UnframedAnswer(http.client.HTTPException):
+    """An answer that ends only where the connection does (the gateway always sends a length, or chunks)."""
 
 
 class _Backoff:
@@ -129,6 +133,8 @@ class Connections:
             try:
                 connection.request(method, path, body=body, headers=headers)
                 response = connection.getresponse()
+                if response.length is None and not response.chunked:
+                    raise UnframedAnswer("no Content-Length: a cut would pass for its end")
                 answer = Answer(response.status, response.read(), response.getheader("Retry-After"))
             except (OSError, http.client.HTTPException) as exc:
                 connection.close()
