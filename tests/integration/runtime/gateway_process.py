@@ -4,7 +4,8 @@ kill it, start another on the same address, or make it listen late; its one MCP 
 `python -m tests.integration.runtime.gateway_process --task NAME --token T --record R (--uds PATH | --port N)
 --ready-file READY [--keep-alive S] [--listen-when FILE]`: admits bearer token T as task NAME (server `rec`), as
 every replica of a cluster admits a task's token (there, through the API server's TokenReview); waits for FILE to
-exist if given, then serves; READY appears once it accepts connections. Tests start it with `gateway_process()`.
+exist if given (READY.waiting marks that wait), then serves; READY appears once it accepts connections. Tests start
+it with `gateway_process()`.
 """
 
 from __future__ import annotations
@@ -47,7 +48,7 @@ def recording_spec(record: Path) -> MCPServerSpec:
         transport="stdio",
         command=[sys.executable, str(RECORDING_SERVER)],
         env={"RECORD_FILE": str(record)},
-        callTimeoutSeconds=120,
+        call_timeout_seconds=120,
     )
 
 
@@ -97,8 +98,15 @@ class GatewayProcess:
 
     def wait_ready(self, timeout: float = 60) -> None:
         """Until it accepts connections (with `listen_when`: once that file exists)."""
+        self._wait_for(self.ready_file, timeout)
+
+    def wait_waiting(self, timeout: float = 60) -> None:
+        """Until it is started and waits for its `listen_when` file, not listening yet."""
+        self._wait_for(self.ready_file.with_name(self.ready_file.name + ".waiting"), timeout)
+
+    def _wait_for(self, marker: Path, timeout: float) -> None:
         give_up_at = time.monotonic() + timeout
-        while not self.ready_file.exists():
+        while not marker.exists():
             if self.process.poll() is not None or time.monotonic() > give_up_at:
                 raise RuntimeError(f"the gateway process did not start: {self.log.read_text()[-2000:]}")
             time.sleep(0.05)
@@ -155,8 +163,10 @@ def main() -> None:
     parser.add_argument("--keep-alive", type=int, default=5)  # uvicorn's default, the gateway's
     parser.add_argument("--listen-when", type=Path)
     args = parser.parse_args()
-    while args.listen_when is not None and not args.listen_when.exists():
-        time.sleep(0.05)
+    if args.listen_when is not None:
+        args.ready_file.with_name(args.ready_file.name + ".waiting").touch()
+        while not args.listen_when.exists():
+            time.sleep(0.05)
     asyncio.run(serve(args))
 
 
