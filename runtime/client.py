@@ -8,37 +8,31 @@ every credential and tokenizes personal data before anything reaches this proces
 
 from __future__ import annotations
 
-import http.client
 import json
-import socket
-import threading
 import time
 import urllib.parse
 from typing import Any
 
 from runtime.config import Environment
 from runtime.contract import ASSIGNMENT_PATH
+from runtime.errors import ToolError as ToolError  # agent code, skills and session.py know it as client.ToolError
+from runtime.transport import (
+    BACKOFF_CEILING_SECONDS,
+    BACKOFF_FIRST_SECONDS,
+    RETRY_SECONDS,
+    Connections,
+    connection_lost,
+)
 
-_TIMEOUT_SECONDS = 300.0
 # Answers the gateway gives before anything reached a tool (it says so with Retry-After): a server still
 # connecting or reconnecting, the task's rate limit. Resent for up to this long, backing off to 8 s.
 _RETRYABLE = frozenset({"server_unavailable", "rate_limited"})
 _RETRY_FOR_SECONDS = 60.0
 _RETRY_BACKOFF_CEILING = 8.0
-# A long poll (a pool sandbox's task, a session's next execution): how long the gateway may hold each one, and the
-# backoff while the gateway cannot be reached (starting, restarting): short, since a task or a caller is waiting.
+# A long poll (a pool sandbox's task, a session's next execution): how long the gateway may hold each one. While
+# the gateway cannot be reached (starting, restarting) it is asked again with the transport's short backoff, since
+# a task or a caller is waiting, for as long as it takes.
 LONG_POLL_WAIT_SECONDS = 20
-_UNREACHABLE_BACKOFF_FIRST, _UNREACHABLE_BACKOFF_CEILING = 0.1, 2.0
-
-
-class ToolError(Exception):
-    """The gateway refused or failed a request; `code` is its error code (e.g. forbidden, tool_timeout)."""
-
-    def __init__(self, status: int, code: str, message: str, retry_after: float | None = None) -> None:
-        super().__init__(f"{code} ({status}): {message}")
-        self.status = status
-        self.code = code
-        self.retry_after = retry_after
 
 
 def _seconds(header: str | None) -> float | None:
@@ -49,45 +43,18 @@ def _seconds(header: str | None) -> float | None:
         return None
 
 
-class _UnixConnection(http.client.HTTPConnection):
-    def __init__(self, path: str) -> None:
-        super().__init__("gateway", timeout=_TIMEOUT_SECONDS)
-        self._path = path
-
-    def connect(self) -> None:
-        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        sock.settimeout(self.timeout)
-        sock.connect(self._path)
-        self.sock = sock
-
-
 class Gateway:
-    """One keep-alive connection per thread to the gateway."""
+    """The gateway's API over one keep-alive connection per thread (runtime/transport.py: what is sent again)."""
 
     def __init__(self, env: Environment) -> None:
         self._env = env
-        self._local = threading.local()
+        self._connections = Connections(env.gateway_url)
         self.tool_calls = 0
 
     def mark_ready(self) -> None:
         """Tell the pod's startup probe this sandbox is up and talking to the gateway (once; where it is asked to)."""
         if self._env.ready_file is not None and not self._env.ready_file.exists():
             self._env.ready_file.write_text("ready\n")
-
-    def _connection(self) -> tuple[http.client.HTTPConnection, bool]:
-        """The thread's connection, and whether it was used before (a kept-alive one the server may close)."""
-        conn: http.client.HTTPConnection | None = getattr(self._local, "conn", None)
-        if conn is not None:
-            return conn, True
-        url = urllib.parse.urlsplit(self._env.gateway_url)
-        if url.scheme == "unix":
-            conn = _UnixConnection(url.path)
-        elif url.scheme == "https":
-            conn = http.client.HTTPSConnection(url.netloc, timeout=_TIMEOUT_SECONDS)
-        else:
-            conn = http.client.HTTPConnection(url.netloc, timeout=_TIMEOUT_SECONDS)
-        self._local.conn = conn
-        return conn, False
 
     def request(self, method: str, path: str, body: Any = None, query: dict[str, str] | None = None) -> Any:
         if query:
@@ -97,7 +64,7 @@ class Gateway:
         backoff = 0.5
         while True:
             try:
-                return self._send(method, path, payload)
+                return self._send(method, path, payload, RETRY_SECONDS)
             except ToolError as exc:
                 wait = max(exc.retry_after or 0.0, backoff)
                 if exc.code not in _RETRYABLE or exc.retry_after is None or time.monotonic() + wait > give_up_at:
@@ -107,39 +74,33 @@ class Gateway:
 
     def post_once(self, path: str, body: Any) -> None:
         """POST without resending a refused request (what may be dropped: streamed output)."""
-        self._send("POST", path, json.dumps(body).encode())
+        self._send("POST", path, json.dumps(body).encode(), RETRY_SECONDS)
 
     def poll(self, path: str, wait_seconds: int) -> dict[str, Any] | None:
-        """One long poll of `path`: its answer, or None when the gateway had nothing within `wait_seconds` (204)."""
-        answer: dict[str, Any] | None = self._send("GET", f"{path}?wait={wait_seconds}", None)
+        """One long poll of `path`, one try (long_poll backs off): its answer, or None when the gateway had nothing
+        within `wait_seconds` (204)."""
+        answer: dict[str, Any] | None = self._send("GET", f"{path}?wait={wait_seconds}", None, 0.0)
         return answer
 
-    def _send(self, method: str, path: str, payload: bytes | None) -> Any:
+    def _send(self, method: str, path: str, payload: bytes | None, retry_for: float) -> Any:
         headers = {"Authorization": f"Bearer {self._env.bearer()}", "Content-Type": "application/json"}
-        while True:
-            conn, reused = self._connection()
-            try:
-                conn.request(method, path, body=payload, headers=headers)
-                response = conn.getresponse()
-                raw = response.read()
-                break
-            except (ConnectionError, http.client.HTTPException):
-                conn.close()
-                self._local.conn = None
-                # Only a kept-alive connection the server closed while idle is retried, on a fresh one:
-                # a tool call is never sent twice because a fresh connection failed.
-                if not reused:
-                    raise
-        answer = json.loads(raw) if raw else None
-        if response.status >= 400:
-            error = (answer or {}).get("error") or {}
+        answer = self._connections.exchange(method, path, payload, headers, retry_for)
+        try:
+            decoded = None if answer.status == 204 else json.loads(answer.body)
+        except ValueError:
+            if answer.status < 400:
+                raise connection_lost(method, path, "the answer was not JSON") from None
+            decoded = None  # an error page from something in between: its text is the message
+        if answer.status >= 400:
+            error = decoded.get("error") if isinstance(decoded, dict) else None
+            error = error if isinstance(error, dict) else {}
             raise ToolError(
-                response.status,
+                answer.status,
                 error.get("code", "error"),
-                error.get("message", raw.decode()[:500]),
-                _seconds(response.getheader("Retry-After")),
+                error.get("message", answer.body.decode(errors="replace")[:500]),
+                _seconds(answer.retry_after),
             )
-        return answer
+        return decoded
 
 
 _gateway: Gateway | None = None
@@ -159,26 +120,24 @@ def await_assignment() -> dict[str, Any]:
 
 def long_poll(path: str) -> dict[str, Any]:
     """Ask the gateway at `path` until it answers something. Nothing yet (204): ask again at once (the gateway
-    holds each poll). The gateway away (no connection, 5xx, 429): ask again after a short backoff. Refused (401,
-    403, 410, any other 4xx): ToolError, there is nothing to wait for."""
+    holds each poll). The gateway away (no connection, the connection lost, 5xx, 429): ask again after a short
+    backoff. Refused (401, 403, 410, any other 4xx): ToolError, there is nothing to wait for."""
     gw = gateway()
-    backoff = _UNREACHABLE_BACKOFF_FIRST
+    backoff = BACKOFF_FIRST_SECONDS
     while True:
         try:
             answer = gw.poll(path, LONG_POLL_WAIT_SECONDS)
         except ToolError as exc:
             if exc.status < 500 and exc.status != 429:
                 raise
-        except (OSError, http.client.HTTPException, ValueError):  # ValueError: a body that is not JSON
-            pass
         else:
             gw.mark_ready()
             if answer is not None:
                 return answer
-            backoff = _UNREACHABLE_BACKOFF_FIRST
+            backoff = BACKOFF_FIRST_SECONDS
             continue
         time.sleep(backoff)
-        backoff = min(backoff * 2, _UNREACHABLE_BACKOFF_CEILING)
+        backoff = min(backoff * 2, BACKOFF_CEILING_SECONDS)
 
 
 def list_servers() -> list[dict[str, Any]]:

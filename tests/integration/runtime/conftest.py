@@ -8,6 +8,7 @@ tests/sandbox/local covers the sandbox; these cover what the runtime itself does
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import tempfile
 from collections.abc import Iterator
@@ -37,6 +38,81 @@ class RuntimeRun:
     stderr: str
 
 
+@dataclass(frozen=True)
+class RuntimeProcess:
+    """A `python3 -S -m runtime` still running, for tests that act on the gateway meanwhile."""
+
+    process: subprocess.Popen[str]
+    workspace: Path
+
+    def wait(self, timeout: float = 120) -> RuntimeRun:
+        try:
+            _stdout, stderr = self.process.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.communicate()
+            raise
+        result = json.loads((self.workspace / ".mcpexec" / "result.json").read_text())
+        log = (self.workspace / "output.log").read_text() if (self.workspace / "output.log").exists() else ""
+        return RuntimeRun(self.process.returncode, result, log, stderr)
+
+
+def runtime_root(root: Path) -> Path:
+    """Lay out `root` for runtimes: the runtime package and nothing else on their path, a skills dir, run dirs."""
+    (root / "path").mkdir()
+    (root / "path" / "runtime").symlink_to(RUNTIME_PACKAGE)
+    (root / "skills").mkdir()
+    (root / "runs").mkdir()
+    return root
+
+
+def start_runtime(
+    root: Path,
+    task: AgentTask,
+    gateway_url: str,
+    *,
+    token: str | None = None,
+    token_file: Path | None = None,
+    task_json: str | None = None,
+    await_assignment: bool = False,
+    command_prefix: tuple[str, ...] = (),
+) -> RuntimeProcess:
+    """Start `python3 -S -m runtime` on `task` (laid out by runtime_root) against the gateway at `gateway_url`,
+    with its `token` in the environment or its `token_file` (read on every request); `task_json` replaces the real
+    task file, `command_prefix` runs it under another program (unshare)."""
+    run_dir = Path(tempfile.mkdtemp(prefix=f"{task.metadata.name}-", dir=root / "runs"))
+    workspace, etc = run_dir / "workspace", run_dir / "etc"
+    workspace.mkdir(parents=True)
+    etc.mkdir()
+    config = runtime_task_config(task.metadata.namespace, task.metadata.name, "uid-1", task.spec)
+    (etc / "task.json").write_text(task_json if task_json is not None else json.dumps(config))
+    env = {
+        "PATH": "/usr/bin:/bin",
+        "PYTHONPATH": str(root / "path"),
+        "MCPEXEC_GATEWAY_URL": gateway_url,
+        "MCPEXEC_TASK_FILE": str(etc / "task.json"),
+        "MCPEXEC_RESULT_FILE": str(workspace / ".mcpexec" / "result.json"),
+        "MCPEXEC_WORKSPACE": str(workspace),
+        "MCPEXEC_SKILLS": str(root / "skills"),
+    }
+    if await_assignment:
+        env["MCPEXEC_AWAIT_ASSIGNMENT"] = "1"
+    if token_file is not None:  # the cluster's way: a token file (projected SA token)
+        env["MCPEXEC_TOKEN_FILE"] = str(token_file)
+    elif token is not None:
+        env["MCPEXEC_TOKEN"] = token
+    process = subprocess.Popen(
+        [*command_prefix, SANDBOX_PYTHON, "-S", "-m", "runtime"],
+        cwd=workspace,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    return RuntimeProcess(process, workspace)
+
+
 @dataclass
 class RuntimeHarness:
     """Runs tasks through the runtime against one gateway; workspace and skills dirs are per harness."""
@@ -54,40 +130,25 @@ class RuntimeHarness:
     ) -> RuntimeRun:
         """One `python3 -S -m runtime`; `task_json` and `token` replace the real ones (broken-input tests);
         `await_assignment` runs it as a SandboxPool's sandbox (it asks the gateway for its task)."""
-        run_dir = Path(tempfile.mkdtemp(prefix=f"{task.metadata.name}-", dir=self.root / "runs"))
-        workspace, etc = run_dir / "workspace", run_dir / "etc"
-        workspace.mkdir(parents=True)
-        etc.mkdir()
-        config = runtime_task_config(task.metadata.namespace, task.metadata.name, "uid-1", task.spec)
-        (etc / "task.json").write_text(task_json if task_json is not None else json.dumps(config))
         token = token or self.gateway.token(task)
-        env = {
-            "PATH": "/usr/bin:/bin",
-            "PYTHONPATH": str(self.root / "path"),
-            "MCPEXEC_TASK_FILE": str(etc / "task.json"),
-            "MCPEXEC_RESULT_FILE": str(workspace / ".mcpexec" / "result.json"),
-            "MCPEXEC_WORKSPACE": str(workspace),
-            "MCPEXEC_SKILLS": str(self.root / "skills"),
-        }
-        if await_assignment:
-            env["MCPEXEC_AWAIT_ASSIGNMENT"] = "1"
         if self.gateway.socket_path is None:  # the cluster's way: a URL and a token file (projected SA token)
-            (etc / "token").write_text(token + "\n")
-            env |= {"MCPEXEC_GATEWAY_URL": self.gateway.base_url, "MCPEXEC_TOKEN_FILE": str(etc / "token")}
+            handle, name = tempfile.mkstemp(suffix=".token", dir=self.root / "runs")
+            os.write(handle, (token + "\n").encode())
+            os.close(handle)
+            started = start_runtime(
+                self.root,
+                task,
+                self.gateway.base_url,
+                token_file=Path(name),
+                task_json=task_json,
+                await_assignment=await_assignment,
+            )
         else:
-            env |= {"MCPEXEC_GATEWAY_URL": f"unix://{self.gateway.socket_path}", "MCPEXEC_TOKEN": token}
-        done = subprocess.run(
-            [SANDBOX_PYTHON, "-S", "-m", "runtime"],
-            cwd=workspace,
-            env=env,
-            stdin=subprocess.DEVNULL,
-            capture_output=True,
-            text=True,
-            timeout=120,
-        )
-        result = json.loads((workspace / ".mcpexec" / "result.json").read_text())
-        log = (workspace / "output.log").read_text() if (workspace / "output.log").exists() else ""
-        return RuntimeRun(done.returncode, result, log, done.stderr)
+            url = f"unix://{self.gateway.socket_path}"
+            started = start_runtime(
+                self.root, task, url, token=token, task_json=task_json, await_assignment=await_assignment
+            )
+        return started.wait()
 
 
 @contextmanager
@@ -98,11 +159,7 @@ def runtime_harness(
     its own path."""
     # Unix socket paths are limited to ~100 bytes: a short directory, not pytest's deep tmp path.
     with tempfile.TemporaryDirectory(prefix="mcpexec-rt-") as tmp:
-        root = Path(tmp)
-        (root / "path").mkdir()
-        (root / "path" / "runtime").symlink_to(RUNTIME_PACKAGE)  # the runtime package and nothing else
-        (root / "skills").mkdir()
-        (root / "runs").mkdir()
+        root = runtime_root(Path(tmp))
         gateway = LocalGateway({"demo": demo_spec(root / "outbox.jsonl"), **(extra_servers or {})}, llm=llm)
         with GatewayThread(gateway, root / "gw.sock" if over_socket else None) as gw:
             yield RuntimeHarness(gw, root)
