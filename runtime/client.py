@@ -18,6 +18,8 @@ from typing import Any
 
 from runtime.config import Environment
 from runtime.contract import ASSIGNMENT_PATH
+from runtime.vault_marks import HEADER as VAULT_HEADER
+from runtime.vault_marks import VAULT_LOST, VaultMarks
 
 _TIMEOUT_SECONDS = 300.0
 # Answers the gateway gives before anything reached a tool (it says so with Retry-After): a server still
@@ -68,6 +70,7 @@ class Gateway:
         self._env = env
         self._local = threading.local()
         self.tool_calls = 0
+        self.vault = VaultMarks()  # what this sandbox has seen of its PII vault (runtime/vault_marks.py)
 
     def mark_ready(self) -> None:
         """Tell the pod's startup probe this sandbox is up and talking to the gateway (once; where it is asked to)."""
@@ -115,7 +118,10 @@ class Gateway:
         return answer
 
     def _send(self, method: str, path: str, payload: bytes | None) -> Any:
+        if self.vault.refuses(path):
+            raise ToolError(409, VAULT_LOST, str(self.vault.lost))
         headers = {"Authorization": f"Bearer {self._env.bearer()}", "Content-Type": "application/json"}
+        headers.update(self.vault.headers())
         while True:
             conn, reused = self._connection()
             try:
@@ -131,6 +137,9 @@ class Gateway:
                 if not reused:
                     raise
         answer = json.loads(raw) if raw else None
+        self.vault.observe(response.getheader(VAULT_HEADER), answer if response.status >= 400 else None)
+        if self.vault.refuses(path):
+            raise ToolError(409, VAULT_LOST, str(self.vault.lost))
         if response.status >= 400:
             error = (answer or {}).get("error") or {}
             raise ToolError(

@@ -28,10 +28,11 @@ from gateway.web.assignment import DEFAULT_WAIT_SECONDS, MAX_WAIT_SECONDS, Assig
 from gateway.web.auth import authenticate, authorize, charge
 from gateway.web.body_limit import BodyLimit
 from gateway.web.lean_route import LeanRoute
+from gateway.web.vault_marks import VaultMarks
 
 T = TypeVar("T")
 ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
-    status: {"model": ErrorResponse} for status in (400, 401, 403, 404, 413, 422, 429, 502, 503, 504)
+    status: {"model": ErrorResponse} for status in (400, 401, 403, 404, 409, 413, 422, 429, 502, 503, 504)
 }
 # The codes of the errors Starlette raises itself (a body that is not JSON, or not UTF-8; no route; body over the
 # limit); any other is `http_error`.
@@ -124,6 +125,7 @@ def gateway_app(core: GatewayCore, title: str, description: str) -> FastAPI:
 
 def create_app(core: GatewayCore) -> FastAPI:
     app = gateway_app(core, "mcpexec gateway", "The only door from an mcpexec sandbox to MCP tools and models.")
+    app.add_middleware(VaultMarks, count_error=lambda code: core.metrics.errors.labels(code).inc())
 
     @app.get(
         "/v1/assignment",
