@@ -20,6 +20,7 @@ import pytest
 from runtime.vault_marks import HEADER, TOLD_TWICE, VaultMarks
 from tests.integration.gateway.conftest import GatewayThread, demo_spec, start_gateway
 from tests.support.redis_nodes import RedisNode, redis_node, sentinel_set, wait_until
+from tests.support.scripted_llm import ScriptedLLM
 from tests.support.tasks import make_task
 
 ALICE, BOB = "alice.martin@example.com", "bob.okafor@example.net"
@@ -263,3 +264,24 @@ def test_two_marks_are_refused(gateway: GatewayThread) -> None:
         headers = [(HEADER, "1:AAAAAAAA"), (HEADER, "2:BBBBBBBB")]
         answer = c.post("/v1/tools/demo/list_customers/call", json={"arguments": {}}, headers=headers)
     assert answer.status_code == 400 and answer.json()["error"]["code"] == "invalid_vault_marks"
+
+
+def test_a_streamed_llm_answer_carries_the_chain_and_a_lost_vault_sends_the_model_nothing(workdir: Path) -> None:
+    """The model's answer, streamed as events, tells the sandbox the chain like a tool result does; after a loss, a
+    request that carries the model's tokens back is refused before it reaches the model."""
+    with (
+        ScriptedLLM(["I will write to dana@example.org."]) as llm,
+        redis_node() as node,
+        start_gateway({}, workdir / "gw-llm-marks.sock", redis_url=node.url, llm=llm.upstream("k")) as gw,
+        gw.client_for(make_task("llm-marks", [], model="m")) as c,
+    ):
+        marks = VaultMarks()
+        body = {"messages": [{"role": "user", "content": "Whom do you write to?"}], "stream": True}
+        streamed = c.post("/v1/llm/chat/completions", json=body)
+        assert streamed.status_code == 200 and "[EMAIL_1]" in streamed.text and "dana@" not in streamed.text
+        marks.observe(streamed.headers.get(HEADER), None)
+        assert marks.headers()[HEADER].startswith("1:")
+        node.client().flushall()
+        again = {"messages": [{"role": "user", "content": "Write to [EMAIL_1] again"}]}
+        _refused(c.post("/v1/llm/chat/completions", json=again, headers=marks.headers()), "vault_lost")
+    assert len(llm.requests) == 1
