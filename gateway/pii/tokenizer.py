@@ -166,24 +166,21 @@ class PiiTokenizer:
     async def tokenize(self, ctx: TaskContext, value: Any) -> Any:
         """`value` with every detected entity and every value of the task's vault replaced by its task token;
         raises VaultLost, VaultUnavailable or PiiDetectorUnavailable, never leaks."""
-        try:
-            return await self._tokenize(ctx, value, vault_marks.current())
-        except VaultLost as exc:
-            await self._lost(ctx, exc)
-            raise
+        return await self._told_of_loss(ctx, self._tokenize(ctx, value, vault_marks.current()))
 
     async def detokenize(self, ctx: TaskContext, value: Any) -> Any:
         """`value` with this task's tokens replaced by the real values; raises UnknownToken for a token-shaped string
         of one of the task's entities that its vault never minted (others, `[STEP_1]`, are text), VaultLost."""
-        try:
-            return await self._detokenize(ctx, value, vault_marks.current())
-        except VaultLost as exc:
-            await self._lost(ctx, exc)
-            raise
+        return await self._told_of_loss(ctx, self._detokenize(ctx, value, vault_marks.current()))
 
-    async def _lost(self, ctx: TaskContext, exc: VaultLost) -> None:
-        if self._on_vault_lost is not None:
-            await self._on_vault_lost(ctx, f"vault_lost: {exc.message}")
+    async def _told_of_loss(self, ctx: TaskContext, work: Awaitable[Any]) -> Any:
+        """`work`'s result; a VaultLost it raises is told to `on_vault_lost` first."""
+        try:
+            return await work
+        except VaultLost as exc:
+            if self._on_vault_lost is not None:
+                await self._on_vault_lost(ctx, f"vault_lost: {exc.message}")
+            raise
 
     async def _tokenize(self, ctx: TaskContext, value: Any, view: VaultView | None) -> Any:
         texts: list[str] = []
