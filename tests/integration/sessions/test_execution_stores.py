@@ -11,6 +11,7 @@ import pytest
 
 from gateway.errors import ExecutionTimeout, NoSession, NotFound, SessionEnded, SessionStoreUnavailable
 from gateway.executions.broker import ExecutionBroker
+from gateway.executions.errors import ExecutionError
 from gateway.executions.memory_store import MemoryExecutionStore
 from gateway.executions.models import ExecutionOutcome, OutputChunk, OutputEvent
 from gateway.executions.redis_store import RedisExecutionStore
@@ -87,7 +88,7 @@ def test_a_sandbox_can_neither_take_nor_answer_another_sessions_execution(replic
             with pytest.raises(NotFound):
                 await runtime_side.complete(attacker, given.id, ExecutionOutcome(stdout="forged"))
             with pytest.raises(NotFound):
-                await runtime_side.output(attacker, given.id, [OutputChunk(stream="stdout", text="forged")])
+                await runtime_side.output(attacker, given.id, [OutputChunk(seq=1, stream="stdout", text="forged")])
             assert not waiting.done()
             await runtime_side.complete(victim, given.id, ExecutionOutcome(stdout="real"))
             return given.code, await waiting
@@ -110,18 +111,22 @@ def test_one_execution_is_taken_once_even_by_competing_polls(replicas: Replicas)
     assert sorted(asyncio.run(scenario())) == [False, False, True]
 
 
-def test_a_caller_that_gave_up_is_skipped_and_its_late_outcome_refused(replicas: Replicas) -> None:
+def test_a_caller_that_gave_up_is_skipped_and_a_late_outcome_is_kept_for_its_id(replicas: Replicas) -> None:
     async def scenario() -> str:
         async with replicas() as (runtime_side, caller_side):
             scope = _opened(VICTIM, runtime_side, caller_side)
-            # Running, its caller gives up: the outcome that comes later has nobody to go to.
+            # Running, its caller's wait runs out: told it is running, with its id; the outcome that comes later is
+            # kept for whoever asks for that id (it was never refused: issue 31.3).
             first = asyncio.create_task(caller_side.execute(scope, "slow()", 0.1))
             given = await runtime_side.next(scope, 5)
             assert given is not None
-            with pytest.raises(ExecutionTimeout):
+            with pytest.raises(ExecutionTimeout) as timed_out:
                 await asyncio.wait_for(first, 10)
-            with pytest.raises(NotFound):
-                await runtime_side.complete(scope, given.id, ExecutionOutcome(stdout="late"))
+            assert isinstance(timed_out.value, ExecutionError)
+            assert (timed_out.value.state, timed_out.value.execution_id) == ("running", given.id)
+            await runtime_side.complete(scope, given.id, ExecutionOutcome(stdout="late"))
+            late = await caller_side.status(scope, given.id)
+            assert late.state == "finished" and late.outcome is not None and late.outcome.stdout == "late"
             # Queued, its caller cancelled (a client that went away): never run; the next one is.
             queued = asyncio.create_task(caller_side.execute(scope, "never()", 5))
             await asyncio.sleep(0.2)
@@ -174,15 +179,16 @@ def test_streamed_output_comes_in_order_and_a_flood_is_cut_once(replicas: Replic
             reader = asyncio.create_task(read())
             given = await runtime_side.next(scope, 5)
             assert given is not None and given.stream
-            await runtime_side.output(scope, given.id, [OutputChunk(stream="stdout", text="first\n")])
-            await runtime_side.output(scope, given.id, [OutputChunk(stream="stderr", text="warn\n")])
+            await runtime_side.output(scope, given.id, [OutputChunk(seq=1, stream="stdout", text="first\n")])
+            await runtime_side.output(scope, given.id, [OutputChunk(seq=2, stream="stderr", text="warn\n")])
             block = "y" * 60_000
-            for _ in range(MAX_STREAMED_CHARACTERS // len(block) + 5):  # past the budget: dropped, said once
-                await runtime_side.output(scope, given.id, [OutputChunk(stream="stdout", text=block)])
-            await runtime_side.complete(scope, given.id, ExecutionOutcome(stdout="done"))
+            blocks = MAX_STREAMED_CHARACTERS // len(block) + 5
+            for number in range(3, 3 + blocks):  # past the budget: dropped, said once
+                await runtime_side.output(scope, given.id, [OutputChunk(seq=number, stream="stdout", text=block)])
+            await runtime_side.complete(scope, given.id, ExecutionOutcome(stdout="done"), 2 + blocks)
             await asyncio.wait_for(reader, 10)
             with pytest.raises(NotFound):  # finished: no more output
-                await runtime_side.output(scope, given.id, [OutputChunk(stream="stdout", text="after")])
+                await runtime_side.output(scope, given.id, [OutputChunk(seq=99, stream="stdout", text="after")])
             return events, outcome[0]
 
     events, outcome = asyncio.run(scenario())
