@@ -46,9 +46,10 @@ from gateway.executions.models import (
     ExecutionResult,
     ExecutionStatus,
     GapEvent,
-    OutcomeEvent,
     OutputChunk,
     OutputEvent,
+    OverEvent,
+    StoredOutcome,
 )
 from gateway.executions.store import MAX_STREAMED_CHARACTERS, RETENTION_SECONDS, Chunk, ExecutionStore, Record
 
@@ -118,10 +119,22 @@ class _Wait:
 class _Reader:
     """Where a caller is in an execution's events: the store's number of the last event it read, and the runtime's
     number of the last chunk it was given. Output is followed by chunk number: a store that restarted from older data
-    numbers its events again, never the runtime's chunks."""
+    numbers its events again, never the runtime's chunks. A chunk number past the next one means events were read
+    past (renumbered after such a restart): the events are read again from the first (`rereading`), and a jump
+    still there then is output lost, said as a gap. Past the mark where streamed output went over its bound, no more
+    chunks are kept: nothing is missing."""
 
     position: int = 0
     chunk: int = 0
+    rereading: bool = False
+    over: bool = False
+
+    def reread(self) -> bool:
+        """A jump in chunk numbers: True to read again from the first event (once), False to report a gap."""
+        if self.rereading:
+            return False
+        self.rereading, self.position = True, 0
+        return True
 
 
 class ExecutionBroker:
@@ -274,7 +287,7 @@ class ExecutionBroker:
         if not events:
             raise ExecutionLost(_lost(execution_id), execution_id, "lost")
         last = EVENT.validate_json(events[-1][1])
-        if isinstance(last, OutcomeEvent):
+        if isinstance(last, StoredOutcome):
             return ExecutionStatus(
                 execution_id=execution_id, state="finished", outcome=_result(last.outcome, execution_id)
             )
@@ -311,7 +324,7 @@ class ExecutionBroker:
         """The runtime's outcome of an execution it was given, after `chunks` numbered chunks of output; the same
         outcome sent again is taken once. NotFound when it is not running in this session (its caller cancelled it
         before it was taken, its session ended, the store lost it, or the id is not one this session's runtime got)."""
-        event = OutcomeEvent(outcome=outcome.bounded()).model_dump_json(by_alias=True)
+        event = StoredOutcome(outcome=outcome.bounded(), chunks=chunks).model_dump_json(by_alias=True)
         done = await self._store.finish(scope, execution_id, event, chunks)
         if done is None:
             raise NotFound(f"no execution {execution_id!r} awaits an outcome in this session")
@@ -356,7 +369,10 @@ class ExecutionBroker:
                 continue
             for number, raw in batch:
                 reader.position = number
-                for line in _lines(execution_id, reader, raw):
+                lines = _lines(execution_id, reader, raw)
+                if lines is None:  # read again from the first event
+                    break
+                for line in lines:
                     yield line
                     if isinstance(line, ExecutionResult):
                         return
@@ -426,27 +442,34 @@ class ExecutionBroker:
         )
 
 
-def _lines(execution_id: str, reader: _Reader, raw: str) -> list[Line]:
-    """A stored event as a caller's lines: none for output given before (read again), a gap first where chunks were
-    read past (a store restart renumbered them: never silently); the end of an execution without an outcome is
-    raised."""
+def _lines(execution_id: str, reader: _Reader, raw: str) -> list[Line] | None:
+    """A stored event as a caller's lines: none for output given before (read again); None to read the events again
+    from the first (chunks were read past), else a gap first where they are missing; the end of an execution without
+    an outcome is raised."""
     event = EVENT.validate_json(raw)
-    if isinstance(event, OutcomeEvent):
-        return [_result(event.outcome, execution_id)]
     if isinstance(event, EndedEvent):
         error = ExecutionCancelled if event.code == "execution_cancelled" else ExecutionSessionEnded
         raise error(event.reason, execution_id, event.state)
-    if event.seq <= reader.chunk:
+    start = reader.chunk + 1
+    if isinstance(event, StoredOutcome):
+        missing = not reader.over and event.chunks >= start
+        if missing and reader.reread():
+            return None
+        gap = [GapEvent(seq=event.chunks, from_chunk=start, to_chunk=event.chunks)] if missing else []
+        return [*gap, _result(event.outcome, execution_id)]
+    if event.seq < start:
         return []
-    first, reader.chunk = reader.chunk + 1, event.seq
-    if isinstance(event, GapEvent):
-        return [GapEvent(seq=event.seq, from_chunk=first, to_chunk=event.seq)]
-    lines: list[Line] = (
-        [] if event.seq == first else [GapEvent(seq=event.seq - 1, from_chunk=first, to_chunk=event.seq - 1)]
-    )
-    if isinstance(event, OutputEvent):
-        return [*lines, event]
-    return [*lines, OutputEvent(seq=event.seq, stream="stderr", text=_OVER)]
+    first = event.from_chunk if isinstance(event, GapEvent) else event.seq
+    if first > start and reader.reread():
+        return None
+    reader.chunk, reader.rereading = event.seq, False
+    if isinstance(event, GapEvent):  # with the chunks read past before it, if any
+        return [GapEvent(seq=event.seq, from_chunk=start, to_chunk=event.seq)]
+    lines: list[Line] = [GapEvent(seq=first - 1, from_chunk=start, to_chunk=first - 1)] if first > start else []
+    if isinstance(event, OverEvent):
+        reader.over = True
+        return [*lines, OutputEvent(seq=event.seq, stream="stderr", text=_OVER)]
+    return [*lines, event]
 
 
 def _result(outcome: ExecutionOutcome, execution_id: str) -> ExecutionResult:

@@ -148,10 +148,19 @@ class OverEvent(BaseModel):
 
 
 class OutcomeEvent(BaseModel):
-    """The last line of a stream: the execution's outcome (with its id, on a caller's line)."""
+    """The last line of a stream: the execution's outcome, with its id."""
 
     kind: Literal["outcome"] = "outcome"
-    outcome: ExecutionResult | ExecutionOutcome
+    outcome: ExecutionResult
+
+
+class StoredOutcome(BaseModel):
+    """The outcome as stored: with how many chunks of output the runtime numbered before it (a reader that was given
+    fewer missed some)."""
+
+    kind: Literal["outcome"] = "outcome"
+    outcome: ExecutionOutcome
+    chunks: int = 0
 
 
 class EndedEvent(BaseModel):
@@ -206,5 +215,5 @@ class ExecutionStatus(BaseModel):
     outcome: ExecutionResult | None = None
 
 
-StoredEvent = Annotated[OutputEvent | GapEvent | OverEvent | OutcomeEvent | EndedEvent, Field(discriminator="kind")]
-EVENT: TypeAdapter[OutputEvent | GapEvent | OverEvent | OutcomeEvent | EndedEvent] = TypeAdapter(StoredEvent)
+StoredEvent = Annotated[OutputEvent | GapEvent | OverEvent | StoredOutcome | EndedEvent, Field(discriminator="kind")]
+EVENT: TypeAdapter[OutputEvent | GapEvent | OverEvent | StoredOutcome | EndedEvent] = TypeAdapter(StoredEvent)

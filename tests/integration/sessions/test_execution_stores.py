@@ -11,9 +11,16 @@ import pytest
 
 from gateway.errors import ExecutionTimeout, NoSession, NotFound, SessionEnded, SessionStoreUnavailable
 from gateway.executions.broker import ExecutionBroker
-from gateway.executions.errors import ExecutionError
+from gateway.executions.errors import ExecutionError, ExecutionIdInUse
 from gateway.executions.memory_store import MemoryExecutionStore
-from gateway.executions.models import ExecutionOutcome, OutputChunk, OutputEvent
+from gateway.executions.models import (
+    ExecutionOutcome,
+    ExecutionResult,
+    ExecutionStatus,
+    GapEvent,
+    OutputChunk,
+    OutputEvent,
+)
 from gateway.executions.redis_store import RedisExecutionStore
 from gateway.executions.store import MAX_STREAMED_CHARACTERS
 from tests.support.components import redis_server
@@ -211,3 +218,63 @@ def test_an_unreachable_session_store_is_a_clear_503() -> None:
             await broker.close()
 
     asyncio.run(scenario())
+
+
+def test_every_step_sent_again_changes_nothing_twice(replicas: Replicas) -> None:
+    """What the runtime (or a store client after a lost answer) sends again: output chunks are kept once each, a
+    chunk numbered past the next expected one leaves a gap its readers are told of, a second outcome is a duplicate
+    (the first stands), and an execution id offered again is that execution (other code under it is refused)."""
+
+    async def scenario() -> tuple[list[OutputEvent | GapEvent | ExecutionResult], ExecutionStatus]:
+        async with replicas() as (runtime_side, caller_side):
+            scope = _opened(VICTIM, runtime_side, caller_side)
+            execution = await caller_side.start(scope, "once()", 10, stream=True, execution_id="chosen-by-caller")
+            again = await caller_side.start(scope, "once()", 10, stream=True, execution_id="chosen-by-caller")
+            assert again.id == execution.id
+            with pytest.raises(ExecutionIdInUse):
+                await caller_side.start(scope, "other()", 10, execution_id="chosen-by-caller")
+            given = await runtime_side.next(scope, 5)
+            assert given is not None and given.id == "chosen-by-caller"
+            assert await runtime_side.next(scope, 0.2) is None  # offered twice, queued once
+            first = [
+                OutputChunk(seq=1, stream="stdout", text="one\n"),
+                OutputChunk(seq=2, stream="stdout", text="two\n"),
+            ]
+            await runtime_side.output(scope, given.id, first)
+            await runtime_side.output(scope, given.id, first)  # its answer was lost: sent again
+            await runtime_side.output(scope, given.id, [OutputChunk(seq=5, stream="stdout", text="five\n")])
+            await runtime_side.complete(scope, given.id, ExecutionOutcome(stdout="done"), 6)
+            await runtime_side.complete(scope, given.id, ExecutionOutcome(stdout="forged"), 6)  # a duplicate
+            lines = [line async for line in caller_side.events(scope, execution)]
+            return lines, await runtime_side.status(scope, given.id)
+
+    lines, status = asyncio.run(scenario())
+    assert [line.text for line in lines if isinstance(line, OutputEvent)] == ["one\n", "two\n", "five\n"]
+    gaps = [(line.from_chunk, line.to_chunk) for line in lines if isinstance(line, GapEvent)]
+    assert gaps == [(3, 4), (6, 6)]  # never posted; and the last one, numbered but never sent
+    assert isinstance(lines[-1], ExecutionResult) and lines[-1].stdout == "done"
+    assert status.state == "finished" and status.outcome == lines[-1]
+
+
+def test_an_execution_is_asked_for_by_its_own_session_only(replicas: Replicas) -> None:
+    """Re-attaching (its state, its stream) names the session: another session's id, or an id never given out, is
+    not found; a re-attaching caller past the last chunk still gets the outcome."""
+
+    async def scenario() -> list[OutputEvent | GapEvent | ExecutionResult]:
+        async with replicas() as (runtime_side, caller_side):
+            victim = _opened(VICTIM, runtime_side, caller_side)
+            attacker = _opened(ATTACKER, runtime_side, caller_side)
+            waiting = asyncio.create_task(caller_side.execute(victim, "print(secret)", 5))
+            given = await runtime_side.next(victim, 5)
+            assert given is not None
+            for scope, execution_id in ((attacker, given.id), (victim, "never-given-out")):
+                with pytest.raises(NotFound):
+                    await caller_side.status(scope, execution_id)
+                with pytest.raises(NotFound):
+                    await caller_side.follow(scope, execution_id)
+            await runtime_side.complete(victim, given.id, ExecutionOutcome(stdout="real"))
+            assert (await waiting).stdout == "real"
+            return [line async for line in await runtime_side.follow(victim, given.id, after=1 << 40)]
+
+    lines = asyncio.run(scenario())
+    assert len(lines) == 1 and isinstance(lines[0], ExecutionResult) and lines[0].stdout == "real"
