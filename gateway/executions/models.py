@@ -211,7 +211,7 @@ class ExecutionStatus(BaseModel):
 
     execution_id: str = Field(alias="executionId")
     state: ExecutionState
-    message: str = ""
+    message: str | None = None
     outcome: ExecutionResult | None = None
 
 

@@ -44,6 +44,12 @@ def _headers(execution_id: str) -> dict[str, str]:
     return {EXECUTION_ID_HEADER: execution_id}
 
 
+def _status(status: ExecutionStatus, code: int, headers: dict[str, str]) -> JSONResponse:
+    """An execution's state as answered: its fields that have a value (an outcome's are all there)."""
+    body = {key: value for key, value in status.model_dump(by_alias=True).items() if value is not None}
+    return JSONResponse(body, status_code=code, headers=headers)
+
+
 def create_sessions_app(sessions: ClusterSessions) -> FastAPI:
     app = gateway_app(sessions.core, "mcpexec sessions", "AgentSessions for people: the execute API.")
 
@@ -57,8 +63,7 @@ def create_sessions_app(sessions: ClusterSessions) -> FastAPI:
             headers["Retry-After"] = str(exc.retry_after)
         if isinstance(exc, ExecutionPending):
             headers["Location"] = EXECUTION_PATH.format(**request.path_params, execution_id=exc.execution_id)
-            pending = exc.status_body().model_dump(by_alias=True, exclude_none=True)
-            return JSONResponse(pending, status_code=exc.status, headers=headers)
+            return _status(exc.status_body(), exc.status, headers)
         return JSONResponse(exc.answer().model_dump(by_alias=True), status_code=exc.status, headers=headers)
 
     @app.post(
@@ -116,9 +121,7 @@ def create_sessions_app(sessions: ClusterSessions) -> FastAPI:
             lines = await sessions.follow(token, namespace, name, execution_id, after)
             return StreamingResponse(lines, media_type=NDJSON, headers=_headers(execution_id))
         status = await sessions.status(token, namespace, name, execution_id)
-        code = 202 if status.state in ("waiting", "running") else 200
-        body = status.model_dump(by_alias=True, exclude_none=True)
-        return JSONResponse(body, status_code=code, headers=_headers(execution_id))
+        return _status(status, 202 if status.state in ("waiting", "running") else 200, _headers(execution_id))
 
     return app
 
