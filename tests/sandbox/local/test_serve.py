@@ -62,7 +62,10 @@ async def a_session_of_work(client: Client) -> None:
     async def on_progress(_progress: float, _total: float | None, message: str | None) -> None:
         messages.append(message or "")
 
-    code = "import sys\nticks = globals().get('ticks', 0) + 1\nfor i in range(3):\n    print('tick', i)\nprint('done', file=sys.stderr)"
+    code = (
+        "import sys\nticks = globals().get('ticks', 0) + 1\n"
+        "for i in range(3):\n    print('tick', i)\nprint('done', file=sys.stderr)"
+    )
     streamed = await client.call_tool("execute_code", {"code": code}, progress_callback=on_progress)
     assert not streamed.is_error and streamed.structured_content is not None, streamed.content
     # The first message names the execution (issue 31.3), then what the code printed.
