@@ -162,10 +162,10 @@ class ExecutionBroker:
         on_start: Callable[[Execution], Awaitable[None]] | None = None,
     ) -> ExecutionResult:
         """Run `code` in the session and return its outcome; `on_start` is told its id before it is queued,
-        `on_output` gets what it prints while it runs (and where output was lost). Raises what `prepare`, `submit`
+        `on_output` gets what it prints while it runs (and where output was lost). Raises what `start`
         and `events` raise."""
         stream = on_output is not None
-        execution = await self.prepare(scope, code, timeout_seconds, stream, idle_timeout_seconds, execution_id)
+        execution = await self.start(scope, code, timeout_seconds, stream, idle_timeout_seconds, execution_id, False)
         if on_start is not None:
             await on_start(execution)
         await self.submit(scope, execution)
@@ -184,25 +184,13 @@ class ExecutionBroker:
         stream: bool = False,
         idle_timeout_seconds: float = DEFAULT_IDLE_TIMEOUT_SECONDS,
         execution_id: str | None = None,
+        queued: bool = True,
     ) -> Execution:
-        """`prepare`, then `submit`: read what comes of it with `events`."""
-        execution = await self.prepare(scope, code, timeout_seconds, stream, idle_timeout_seconds, execution_id)
-        await self.submit(scope, execution)
-        return execution
-
-    async def prepare(
-        self,
-        scope: str,
-        code: str,
-        timeout_seconds: float,
-        stream: bool = False,
-        idle_timeout_seconds: float = DEFAULT_IDLE_TIMEOUT_SECONDS,
-        execution_id: str | None = None,
-    ) -> Execution:
-        """An execution of `code` for the session, not queued yet: its id is the caller's (an execution of that id
-        sent again is that execution, never a second run) or a new one. With `stream`, the runtime sends what the
-        code prints while it runs. Raises CodeTooLarge, NoSession, ExecutionIdInUse (the caller's id names other
-        code of this session), ExecutionStoreUnavailable (nothing was queued: send it again)."""
+        """An execution of `code` for the session, queued (read what comes of it with `events`), or with `queued`
+        False only prepared: its id known, queued by `submit`. Its id is the caller's (an execution of that id sent
+        again is that execution, never a second run) or a new one. With `stream`, the runtime sends what the code
+        prints while it runs. Raises CodeTooLarge, NoSession, ExecutionIdInUse (the caller's id names other code of
+        this session), ExecutionStoreUnavailable (nothing was queued: send it again), and what `submit` raises."""
         size = len(code.encode(errors="surrogatepass"))
         if size > self._max_code_bytes:
             raise CodeTooLarge(f"the code is {size} bytes, over the gateway's limit of {self._max_code_bytes}")
@@ -216,11 +204,12 @@ class ExecutionBroker:
         try:
             existing = await self._store.check(scope, execution.id, code_digest(code))
         except SessionStoreUnavailable as exc:  # only read, and nothing sent that could queue it
-            raise ExecutionStoreUnavailable(
-                f"{exc.message}; nothing was queued: send it again", execution.id, "not_taken"
-            ) from None
+            message = f"{exc.message}; nothing was queued: send it again"
+            raise ExecutionStoreUnavailable(message, execution.id, "not_taken") from None
         if existing == "conflict":
             raise ExecutionIdInUse(f"execution {execution.id!r} of this session ran other code; nothing was queued")
+        if queued:
+            await self.submit(scope, execution)
         return execution
 
     async def submit(self, scope: str, execution: Execution) -> None:

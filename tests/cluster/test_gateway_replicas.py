@@ -7,7 +7,6 @@ the operator's side)."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
 import httpx
@@ -20,7 +19,7 @@ from tests.cluster.test_gateway_sessions import SessionsGateway, _execute, _read
 from tests.support.components import free_port, redis_server
 from tests.support.control_plane import ControlPlane
 from tests.support.redis_process import RedisProcess
-from tests.support.session_api import stream
+from tests.support.session_api import RUNS_UNTIL_GO, lines_in, stream
 
 # Prints, then waits for the caller to have read that line (it creates /workspace/go): without streaming the line
 # would only come with the outcome, and the snippet would run into its limit.
@@ -92,22 +91,6 @@ def test_two_gateway_replicas_share_a_session_and_hostile_input_leaves_it_workin
         assert after.status_code == 200 and after.json()["stdout"] == "40\n"
 
 
-# Counts its run in the workspace, prints, and waits for the test's `go`.
-RUNS_UNTIL_GO = """import os, time
-with open('ran.log', 'a') as log:
-    log.write('ran\\n')
-print('started', flush=True)
-while not os.path.exists('go'):
-    time.sleep(0.05)
-os.remove('go')
-print('done')"""
-
-
-def _runs(workspace: Path) -> int:
-    path = workspace / "ran.log"
-    return len(path.read_text().splitlines()) if path.exists() else 0
-
-
 @pytest.mark.timeout(300)
 def test_a_caller_whose_replica_dies_re_attaches_through_another_and_the_code_runs_once(
     cluster: ControlPlane, namespace: str
@@ -138,7 +121,7 @@ def test_a_caller_whose_replica_dies_re_attaches_through_another_and_the_code_ru
             assert json.loads(next(lines)) == {"kind": "execution", "executionId": execution_id}
             assert json.loads(next(lines)) == {"kind": "output", "seq": 1, "stream": "stdout", "text": "started\n"}
             doomed.freeze()
-        assert _runs(workspace) == 1
+        assert lines_in(workspace / "ran.log") == 1
 
         url = f"{polled.people_url}/v1/sessions/{namespace}/shared/executions/{execution_id}"
         running = http.get(url, headers=auth)
@@ -154,7 +137,7 @@ def test_a_caller_whose_replica_dies_re_attaches_through_another_and_the_code_ru
         finished = http.get(url, headers=auth)
         assert finished.status_code == 200, finished.text
         assert finished.json() == {"executionId": execution_id, "state": "finished", "outcome": outcome}
-        assert _runs(workspace) == 1
+        assert lines_in(workspace / "ran.log") == 1
 
         # The caller's own id: the same execution when sent again (run once), other code under it refused.
         mine = {**auth, "Mcpexec-Execution-Id": "alice-0000000001"}

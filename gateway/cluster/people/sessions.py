@@ -138,8 +138,8 @@ class ClusterSessions:
         checked_id(execution_id)
         document = await self.authorized(token, namespace, name)
         scope = await self.touch(document, _wait_seconds(request))
-        execution = await self.core.executions.prepare(
-            scope, request.code, request.timeout_seconds, True, _idle_timeout(document), execution_id
+        execution = await self.core.executions.start(
+            scope, request.code, request.timeout_seconds, True, _idle_timeout(document), execution_id, queued=False
         )
         return execution.id, self._streamed(document, scope, execution)
 

@@ -28,6 +28,7 @@ from mcpexec.local.sessions import session_task
 from tests.integration.runtime.conftest import RuntimeProcess, runtime_root, start_runtime
 from tests.integration.runtime.gateway_process import SharedToken
 from tests.support.redis_process import RedisProcess
+from tests.support.session_api import lines_in
 
 T = TypeVar("T")
 
@@ -84,8 +85,7 @@ class ReplicatedSession:
 
     def lines_of(self, name: str) -> int:
         """How many lines the session's code wrote to the workspace file `name` (its side effects, counted)."""
-        path = self.workspace / name
-        return len(path.read_text().splitlines()) if path.exists() else 0
+        return lines_in(self.workspace / name)
 
 
 @contextmanager

@@ -21,18 +21,10 @@ from gateway.errors import NotFound
 from gateway.executions.errors import ExecutionLost, ExecutionStoreUnavailable, ExecutionTimedOut
 from gateway.executions.models import ExecutionResult, GapEvent, OutputEvent
 from tests.integration.sessions.replicas import ReplicatedSession, replicated_session, wait_until
+from tests.support.session_api import RUNS_UNTIL_GO
 
 OUTAGE_SECONDS = 5
 
-# Counts its run, then waits for the test's `go` (which the test may create while the store is away).
-RUNS_UNTIL_GO = """import os, time
-with open('ran.log', 'a') as log:
-    log.write('ran\\n')
-print('started', flush=True)
-while not os.path.exists('go'):
-    time.sleep(0.05)
-os.remove('go')
-print('done')"""
 COUNTED = "with open('counted.log', 'a') as log:\n    log.write('ran\\n')\nprint('counted')"
 
 
