@@ -23,7 +23,7 @@ from typing import Literal, NamedTuple, Protocol
 MAX_STREAMED_CHARACTERS = 1_000_000
 # How long an execution's record and events are kept once it ended (finished, cancelled, interrupted): a caller may
 # re-attach to it until then.
-RETENTION_SECONDS = 600
+RETENTION_SECONDS = 300
 
 StoredState = Literal["waiting", "running", "finished", "cancelled", "ended"]
 Offered = Literal["new", "conflict", "waiting", "running", "finished", "cancelled", "ended"]

@@ -113,7 +113,7 @@ def create_sessions_app(sessions: ClusterSessions) -> FastAPI:
     ) -> Response:
         """What became of one of the session's executions (authorized as `execute`, from any replica): 200 with its
         outcome once `finished`, or its end (`not_taken`, `interrupted`); 202 while `waiting` or `running`; 404
-        for an id that is not this session's (or whose record is gone: kept 600 s after it ends). With
+        for an id that is not this session's (or whose record is gone: kept 300 s after it ends). With
         `stream=true`: the rest of its stream as `execute?stream=true` gives it, past chunk `after`, last its
         outcome (always)."""
         token = None if credentials is None else credentials.credentials
