@@ -403,7 +403,13 @@ def sync(cluster: Cluster, namespace: str, name: str) -> None:
     owners = {ref.get("uid") for ref in job["metadata"].get("ownerReferences") or []}
     if task["metadata"]["uid"] not in owners:
         return
-    if write_status(cluster, namespace, name, observe(job, pods), known=task) is not None:
+    observed = observe(job, pods)
+    if AgentTaskStatus.of(task).launch_type is None:  # the reconcile that created the Job stopped before saying so
+        spec = AgentTaskSpec.model_validate(dict(task["spec"]))
+        accepted = _accepted(task, spec, LaunchType.COLD, Reason.JOB_CREATED, "sandboxed Job created")
+        observed.mode, observed.launch_type = accepted.mode, accepted.launch_type
+        observed.conditions = [*(accepted.conditions or []), *(observed.conditions or [])]
+    if write_status(cluster, namespace, name, observed, known=task) is not None:
         STATUS_SYNCS.inc()
 
 
