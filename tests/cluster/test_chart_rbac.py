@@ -9,6 +9,7 @@ import logging
 import re
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +27,7 @@ from gateway.sessions.pool import SessionPool
 from gateway.settings import Limits
 from gateway.tools.catalog import Catalog, namespaced_server_key
 from mcpexec.api.meta import AGENTSESSION_PLURAL, AGENTTASK_PLURAL, GROUP, MCPSERVER_PLURAL, VERSION
-from tests.cluster.kube import create_task, task_status, wait_for
+from tests.cluster.kube import create_task, job_pod, play_kubelet, task_status, wait_for, wait_phase
 from tests.cluster.test_sessions import create_session, session_status
 from tests.support.chart import render
 from tests.support.components import REPO, demo_over_http, free_port
@@ -100,6 +101,8 @@ def test_operator_works_with_the_charts_rbac_only(cluster: ControlPlane, namespa
         "MCPEXEC_METRICS_PORT": "0",
         "MCPEXEC_GATEWAY_NAMESPACE": RELEASE_NAMESPACE,
         "MCPEXEC_GENERATED_SECRETS": operator_env["MCPEXEC_GENERATED_SECRETS"],
+        "MCPEXEC_RUN_RECORD_RETENTION_DAYS": operator_env["MCPEXEC_RUN_RECORD_RETENTION_DAYS"],
+        "MCPEXEC_RUN_RECORD_SWEEP_INTERVAL_SECONDS": "1",  # the retention sweep lists records too
     }
     # The seal key exists already (an earlier start made it): it is kept as it is; the Redis password is made.
     core = client.CoreV1Api()
@@ -124,10 +127,20 @@ def test_operator_works_with_the_charts_rbac_only(cluster: ControlPlane, namespa
             # An AgentSession too: its pool does not exist, so it waits, and says so in its status.
             create_session(namespace, "rbac", "missing")
             wait_for(lambda: session_status(namespace, "rbac").get("reason") == "SandboxPoolNotFound", 90, "session")
+            # The run's outcome goes into its name's run record.
+            play_kubelet(job_pod(namespace, "mcpexec-rbac"), "Succeeded", exit_code=0, message="done")
+            wait_phase(namespace, "rbac", "Succeeded")
+            record = wait_for(
+                lambda: (core.read_namespaced_config_map("mcpexec-run.rbac", namespace).data or {}).get("phase"),
+                30,
+                "the run's outcome in its record",
+            )
+            time.sleep(2)  # a retention sweep or two
         finally:
             proc.terminate()
             proc.wait(timeout=30)
     assert status["phase"] in ("Pending", "Running")
+    assert record == "Succeeded"
     text = log.read_text()
     assert not _forbidden(text), text[-3000:]
     secrets = {s.metadata.name: s.data for s in core.list_namespaced_secret(RELEASE_NAMESPACE).items}
