@@ -78,8 +78,10 @@ def reconcile(body: kopf.Body, memo: kopf.Memo, **_: Any) -> None:
 
 
 @kopf.on.event("batch", "v1", "jobs", labels=CHILD_LABELS)
-def job_changed(body: kopf.Body, namespace: str | None, memo: kopf.Memo, **_: Any) -> None:
-    tasks.sync(memo.cluster, body["metadata"]["namespace"], body["metadata"]["labels"][TASK_LABEL])
+def job_changed(type: str | None, body: kopf.Body, memo: kopf.Memo, **_: Any) -> None:
+    """A Job's state as the event brings it (one read less); a deleted Job is looked for again."""
+    job = None if type == "DELETED" else dict(body)
+    tasks.sync(memo.cluster, body["metadata"]["namespace"], body["metadata"]["labels"][TASK_LABEL], job)
 
 
 @kopf.on.event("", "v1", "pods", labels=CHILD_LABELS)

@@ -170,12 +170,6 @@ class Cluster:
                 return None
             raise
 
-    def job_and_pods(self, namespace: str, job_name: str) -> tuple[dict[str, Any] | None, list[dict[str, Any]]]:
-        job = self.read_job(namespace, job_name)
-        if job is None:
-            return None, []
-        return job, self.pods(namespace, f"job-name={job_name}")
-
     def _until_no_conflict(self, what: str, attempt: Callable[[], T]) -> T:
         """Run a read-modify-write (its write guarded by the resourceVersion it read) again while the write is refused
         as a conflict (409: the object changed, or was created, since it was read), so no concurrent write is lost."""

@@ -383,9 +383,9 @@ def _claimed(
     RECONCILES.labels(outcome="claimed").inc()
 
 
-def sync(cluster: Cluster, namespace: str, name: str) -> None:
+def sync(cluster: Cluster, namespace: str, name: str, job: dict[str, Any] | None = None) -> None:
     """Fold the Job's and its pod's state into the task's status (only for the Job this task owns), or the state of
-    the pool sandbox it claimed."""
+    the pool sandbox it claimed. `job`: the task's Job as a watch event just brought it (else it is read)."""
     task = cluster.read_task(namespace, name)
     if task is None:
         return
@@ -397,12 +397,16 @@ def sync(cluster: Cluster, namespace: str, name: str) -> None:
         if write_status(cluster, namespace, name, observe_sandbox(pod), known=task) is not None:
             STATUS_SYNCS.inc()
         return
-    job, pods = cluster.job_and_pods(namespace, child_name(name))
+    if job is None or job["metadata"]["name"] != child_name(name):
+        job = cluster.read_job(namespace, child_name(name))
     if job is None:
         return
     owners = {ref.get("uid") for ref in job["metadata"].get("ownerReferences") or []}
     if task["metadata"]["uid"] not in owners:
         return
+    counts = job.get("status") or {}
+    started = any(counts.get(key) for key in ("active", "succeeded", "failed", "conditions"))
+    pods = cluster.pods(namespace, f"job-name={child_name(name)}") if started else []  # none before it counts one
     observed = observe(job, pods)
     if AgentTaskStatus.of(task).launch_type is None:  # the reconcile that created the Job stopped before saying so
         spec = AgentTaskSpec.model_validate(dict(task["spec"]))
