@@ -53,7 +53,8 @@ def configure(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) -> Non
     settings.posting.level = logging.WARNING
     settings.execution.max_workers = HANDLER_THREADS
     memo.settings = OperatorSettings()
-    memo.cluster = Cluster(api_client(pool_size=HANDLER_THREADS + 4))
+    elector = memo.get("elector")  # set by controller/__main__.py when replicas elect a leader
+    memo.cluster = Cluster(api_client(HANDLER_THREADS + 4, before_call=elector.check if elector else None))
     memo.pool_locks = {}
     for wanted in memo.settings.generated_secrets:
         value = secrets.token_urlsafe(wanted.bytes)

@@ -41,7 +41,20 @@ class StatusUpdate:
     written: bool
 
 
-def api_client(pool_size: int) -> client.ApiClient:
+class _Fenced(client.ApiClient):
+    """An API client that calls `before` ahead of every request (controller/leader.py: Elector.check, which ends a
+    replica that may no longer lead before it writes anything)."""
+
+    def __init__(self, configuration: client.Configuration, before: Callable[[], None]) -> None:
+        super().__init__(configuration)
+        self._before = before
+
+    def call_api(self, *args: Any, **kwargs: Any) -> Any:
+        self._before()
+        return super().call_api(*args, **kwargs)
+
+
+def api_client(pool_size: int, before_call: Callable[[], None] | None = None) -> client.ApiClient:
     """In-cluster credentials when running in a pod, the kubeconfig ($KUBECONFIG, read now) otherwise.
 
     The connection pool matches the handler threads, so no thread pays a fresh TLS handshake per call.
@@ -52,7 +65,7 @@ def api_client(pool_size: int) -> client.ApiClient:
     except config.ConfigException:
         config.load_kube_config(config_file=os.environ.get("KUBECONFIG"), client_configuration=configuration)
     configuration.connection_pool_maxsize = pool_size
-    return client.ApiClient(configuration)
+    return client.ApiClient(configuration) if before_call is None else _Fenced(configuration, before_call)
 
 
 class Cluster:

@@ -65,4 +65,8 @@ class OperatorSettings(BaseSettings):
     # not run again; past it the name may run again. 0 keeps records for ever.
     run_record_retention_days: int = Field(default=30, ge=0)
     run_record_sweep_interval_seconds: float = Field(default=3600, gt=0)
+    # Several replicas elect one active operator on a Lease (controller/leader.py) in this namespace (default: the
+    # release's, gateway_namespace); one replica runs without.
+    leader_election: bool = False
+    leader_election_namespace: str = ""
     generated_secrets: list[GeneratedSecret] = Field(default_factory=list)

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 
 from tests.support.components import REPO
 from tests.support.control_plane import ControlPlane
@@ -14,9 +16,10 @@ from tests.support.control_plane import ControlPlane
 
 @contextmanager
 def operator_process(
-    cluster: ControlPlane, health_port: int, metrics_port: int, **settings: str
+    cluster: ControlPlane, health_port: int, metrics_port: int, log: Path | None = None, **settings: str
 ) -> Iterator[subprocess.Popen[bytes]]:
-    """`settings`: more MCPEXEC_* variables (names without the prefix, upper case)."""
+    """`log`: where its output goes (none kept otherwise); `settings`: more MCPEXEC_* variables (names without the
+    prefix, upper case)."""
     env = {
         **cluster.env(),
         "MCPEXEC_LIVENESS_ENDPOINT": f"http://127.0.0.1:{health_port}/healthz",
@@ -24,15 +27,14 @@ def operator_process(
         "MCPEXEC_SWEEP_INTERVAL_SECONDS": "1",
         **{f"MCPEXEC_{name}": value for name, value in settings.items()},
     }
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "controller"], cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
-    )
-    try:
-        yield proc
-    finally:
-        if proc.poll() is None:
-            proc.terminate()
-            proc.wait(timeout=30)
+    with log.open("ab") if log else open(os.devnull, "wb") as out:
+        proc = subprocess.Popen([sys.executable, "-m", "controller"], cwd=REPO, env=env, stdout=out, stderr=out)
+        try:
+            yield proc
+        finally:
+            if proc.poll() is None:
+                proc.terminate()
+                proc.wait(timeout=30)
 
 
 def get(url: str) -> str | None:
