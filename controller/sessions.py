@@ -25,6 +25,7 @@ from pydantic import ValidationError
 from controller import claims, manifests
 from controller.kube import Cluster
 from controller.settings import OperatorSettings
+from controller.status import sandbox_said
 from mcpexec.api.agentsession import AgentSession, SessionPhase, session_task
 from mcpexec.api.conditions import (
     Condition,
@@ -41,6 +42,8 @@ from mcpexec.api.sandboxpool import Claim, SandboxPool, template_hash, widening
 from mcpexec.api.status import AgentSessionStatus
 from mcpexec.api.timestamps import format_time, now, parse_time, seconds_since
 
+# How much of what a session's sandbox said as it ended goes into the session's end message.
+SAID_LIMIT = 500
 log = logging.getLogger(__name__)
 
 # How long a session waits for an idle sandbox of its pool (or for the pool, its servers) before it ends.
@@ -166,7 +169,9 @@ def _sandbox_gone(cluster: Cluster, document: dict[str, Any]) -> str | None:
     phase = (pod.get("status") or {}).get("phase")
     if phase in ("Succeeded", "Failed"):
         reason = (pod.get("status") or {}).get("reason")
-        return f"the session's sandbox pod {claim.pod_name} exited ({reason or phase})"
+        said = sandbox_said(pod)
+        detail = f": {said[:SAID_LIMIT]}" if said else ""
+        return f"the session's sandbox pod {claim.pod_name} exited ({reason or phase}){detail}"
     return None
 
 

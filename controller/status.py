@@ -69,6 +69,13 @@ def _runtime_result(terminated: dict[str, Any] | None) -> _Outcome:
     return _Outcome(result=parsed.result[:RESULT_LIMIT], usage=parsed.usage, error=parsed.error or None)
 
 
+def sandbox_said(pod: dict[str, Any]) -> str | None:
+    """What a sandbox's runtime said as it ended (its result's error, else its result), from its termination message:
+    why a session's sandbox exited (e.g. `vault_lost: ...`), which its pod's phase alone does not tell."""
+    outcome = _runtime_result(_terminated([pod]))
+    return outcome.error or outcome.result or None
+
+
 def _evicted(pods: list[dict[str, Any]]) -> str | None:
     """Why the kubelet evicted the task's pod (e.g. its workspace over its size), which says more than the Job's
     backoff message."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from controller.status import duration, merge, observe
+from controller.status import duration, merge, observe, sandbox_said
 from mcpexec.api.status import AgentTaskStatus
 
 
@@ -174,3 +174,15 @@ def test_a_status_an_older_operator_wrote_is_read_though_it_has_fields_this_one_
     status = AgentTaskStatus.of({"status": {"phase": "Running", "claim": claim, "retiredField": 1}})
     assert status.claim is not None and status.claim.pod_uid == "u"
     assert status.claim.policy.tools.allow == ["crm/*"] and status.claim.policy.mcp_servers == ["crm"]
+
+
+def test_what_a_sandbox_said_as_it_ended_is_its_error_else_its_result() -> None:
+    """A session's sandbox that ended because its vault was lost says so in its result (issue 31: the session's end
+    reason names it, not only the pod's phase)."""
+    said = json.dumps({"phase": "Succeeded", "result": "vault_lost: the PII vault lost what this task saw"})
+    assert sandbox_said(_pod("Succeeded", {"exitCode": 0, "message": said})) == (
+        "vault_lost: the PII vault lost what this task saw"
+    )
+    failed = json.dumps({"phase": "Failed", "result": "partial", "error": "boom"})
+    assert sandbox_said(_pod("Failed", {"exitCode": 1, "message": failed})) == "boom"
+    assert sandbox_said(_pod("Failed", {"exitCode": 137})) is None
