@@ -8,6 +8,8 @@ import time
 from typing import Any
 
 from kubernetes import client
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
 
 from tests.e2e.node import Node
 from tests.e2e.node_artifacts import PROJECT_VERSION, project_image
@@ -81,3 +83,11 @@ def crm_server(core: client.CoreV1Api, custom: client.CustomObjectsApi, namespac
         time.sleep(0.5)
         running = core.read_namespaced_pod("crm", namespace)
     return str(running.status.pod_ip)
+
+
+async def sent_messages(url: str) -> list[dict[str, Any]]:
+    """The demo MCP server's outbox (what `send_message` received), asked from the host at the pod's `url`."""
+    async with Client(streamable_http_client(url), mode="legacy", cache=None) as crm:
+        answer = await crm.call_tool("sent_messages", {})
+    assert answer.structured_content is not None, answer
+    return list(answer.structured_content["result"])
