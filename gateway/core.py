@@ -11,6 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from gateway.context import Assigner, Authenticator, TaskContext
+from gateway.errors import GatewayError
 from gateway.executions.broker import ExecutionBroker
 from gateway.executions.memory_store import MemoryExecutionStore
 from gateway.executions.store import ExecutionStore
@@ -90,6 +91,7 @@ class GatewayCore:
             self.metrics.count_pii,
             backends.ner,
             self.scans,
+            self._vault_lost,
         )
         self.rate_limits = backends.rate_limits or MemoryRateLimits(self.limits.requests_per_second)
         self.skill_seals = SkillSeals(self.catalog, config.skills_key or os.urandom(32))
@@ -114,6 +116,15 @@ class GatewayCore:
     async def start(self, reap_every_seconds: float = 15.0) -> None:
         self.upstreams.start_catalog()
         self._reaper = asyncio.create_task(self._reap_forever(reap_every_seconds), name="gateway-reaper")
+
+    async def _vault_lost(self, ctx: TaskContext, reason: str) -> None:
+        """A task whose vault was lost cannot go on: its interactive session, if it has one, ends with the reason (its
+        runtime ends a task itself, runtime/vault_marks.py)."""
+        log.warning("PII vault lost", extra={"scope": ctx.scope})
+        try:
+            await self.executions.end(ctx.scope, reason)
+        except GatewayError as exc:  # the session store away: the runtime still ends the session
+            log.warning("could not end the session of a lost vault", extra={"scope": ctx.scope, "error": exc.code})
 
     async def forget(self, scope: str) -> None:
         """Drop a task's interactive session, upstream connections, limiter, detectors and usage (its vault entries

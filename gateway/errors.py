@@ -92,6 +92,26 @@ class VaultUnavailable(GatewayError):
     status, code = 503, "pii_vault_unavailable"
 
 
+class VaultLost(GatewayError):
+    """The task's vault no longer holds what its sandbox was handed (Redis lost it, whole or in part, or it expired):
+    its tokens could now mean other values, so nothing was sent or minted, and the task cannot go on."""
+
+    status, code = 409, "vault_lost"
+
+
+class UnknownToken(GatewayError):
+    """A token-shaped string of one of the task's entities that its vault never minted: it is refused rather than
+    sent on as text (a tool would get `[EMAIL_2]` instead of an address). Nothing was sent."""
+
+    status, code = 409, "unknown_token"
+
+
+class InvalidVaultMarks(GatewayError):
+    """The `Mcpexec-Vault` request header is not what a runtime sends (gateway/pii/vault_marks.py)."""
+
+    status, code = 400, "invalid_vault_marks"
+
+
 class SessionStoreUnavailable(GatewayError):
     """The store the gateway replicas share sessions' executions through (Redis) cannot be reached: nothing was run."""
 

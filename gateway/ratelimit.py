@@ -14,10 +14,10 @@ import logging
 import time
 from typing import Protocol
 
-import redis.asyncio as redis
 from redis.exceptions import RedisError
 
 from gateway.errors import RateLimited
+from gateway.redis_client import connect
 
 log = logging.getLogger("mcpexec.gateway.ratelimit")
 
@@ -90,7 +90,7 @@ class SharedRateLimits:
         self, url: str, requests_per_second: int, timeout_seconds: float = 0.5, lease_size: int | None = None
     ) -> None:
         """`lease_size`: requests per lease, a tenth of the limit unless given (1 asks Redis for every request)."""
-        self._redis = redis.Redis.from_url(url, socket_timeout=timeout_seconds, socket_connect_timeout=timeout_seconds)
+        self._redis = connect(url, socket_timeout=timeout_seconds, socket_connect_timeout=timeout_seconds)
         self._lease_script = self._redis.register_script(_LEASE)
         self._limit = requests_per_second
         self._lease_size = lease_size or max(1, requests_per_second // 10)

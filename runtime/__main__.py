@@ -80,6 +80,8 @@ def main() -> int:
         result = Result("Failed", "", f"runtime: {type(exc).__name__}: {exc}", usage)
     finally:
         log.close()
+    if client.gateway().vault.lost is not None:  # the task's tokens may mean other values now: runtime/vault_marks.py
+        result = Result("Failed", result.result, f"vault_lost: {client.gateway().vault.lost}", usage)
     usage.toolCalls = client.gateway().tool_calls
     write(env.result_file, result)
     return 0 if result.phase == "Succeeded" else 1

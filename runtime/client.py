@@ -23,6 +23,7 @@ from runtime.transport import (
     Connections,
     connection_lost,
 )
+from runtime.vault_marks import VAULT_LOST, VaultMarks
 
 # Answers the gateway gives before anything reached a tool (it says so with Retry-After): a server still
 # connecting or reconnecting, the task's rate limit. Resent for up to this long, backing off to 8 s.
@@ -50,6 +51,7 @@ class Gateway:
         self._env = env
         self._connections = Connections(env.gateway_url)
         self.tool_calls = 0
+        self.vault = VaultMarks()  # what this sandbox has seen of its PII vault (runtime/vault_marks.py)
 
     def mark_ready(self) -> None:
         """Tell the pod's startup probe this sandbox is up and talking to the gateway (once; where it is asked to)."""
@@ -83,7 +85,10 @@ class Gateway:
         return answer
 
     def _send(self, method: str, path: str, payload: bytes | None, retry_for: float) -> Any:
+        if self.vault.refuses(path):
+            raise ToolError(409, VAULT_LOST, str(self.vault.lost))
         headers = {"Authorization": f"Bearer {self._env.bearer()}", "Content-Type": "application/json"}
+        headers.update(self.vault.headers())
         answer = self._connections.exchange(method, path, payload, headers, retry_for)
         try:
             decoded = None if answer.status == 204 else json.loads(answer.body)
@@ -91,6 +96,9 @@ class Gateway:
             if answer.status < 400:
                 raise connection_lost(method, path, "the answer was not JSON") from None
             decoded = None  # an error page from something in between: its text is the message
+        self.vault.observe(answer.vault_marks, decoded if answer.status >= 400 else None)
+        if self.vault.refuses(path):
+            raise ToolError(409, VAULT_LOST, str(self.vault.lost))
         if answer.status >= 400:
             error = decoded.get("error") if isinstance(decoded, dict) else None
             error = error if isinstance(error, dict) else {}

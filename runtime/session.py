@@ -57,3 +57,5 @@ def serve(executor: Executor) -> str:
                 return f"session ended: {exc}"
             if exc.status != 404:  # 404: its caller gave up on it (timed out); the session goes on
                 raise
+        if gw.vault.lost is not None:  # its tokens may mean other values now (runtime/vault_marks.py)
+            return f"vault_lost: {gw.vault.lost}"

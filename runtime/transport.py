@@ -26,6 +26,7 @@ import urllib.parse
 from dataclasses import dataclass
 
 from runtime.errors import GATEWAY_CONNECTION_LOST, GATEWAY_UNREACHABLE, ToolError
+from runtime.vault_marks import HEADER as VAULT_HEADER
 
 # How long a request keeps trying to reach the gateway when no connection opens (and a GET to get an answer).
 RETRY_SECONDS = 30.0
@@ -45,6 +46,7 @@ class Answer:
     status: int
     body: bytes
     retry_after: str | None
+    vault_marks: str | None  # the gateway's Mcpexec-Vault header (runtime/vault_marks.py)
 
 
 def connection_lost(method: str, path: str, cause: str) -> ToolError:
@@ -135,7 +137,12 @@ class Connections:
                 response = connection.getresponse()
                 if response.length is None and not response.chunked:
                     raise UnframedAnswer("no Content-Length: a cut would pass for its end")
-                answer = Answer(response.status, response.read(), response.getheader("Retry-After"))
+                answer = Answer(
+                    response.status,
+                    response.read(),
+                    response.getheader("Retry-After"),
+                    response.getheader(VAULT_HEADER),
+                )
             except (OSError, http.client.HTTPException) as exc:
                 connection.close()
                 if method in RESENT_METHODS and backoff.wait():

@@ -14,12 +14,12 @@ import time
 from collections.abc import Awaitable
 from typing import TypeVar, cast
 
-import redis.asyncio as redis
 from redis.exceptions import RedisError
 
 from gateway.errors import NoSession, SessionStoreUnavailable
 from gateway.executions.memory_store import NO_SESSION
 from gateway.executions.store import MAX_STREAMED_CHARACTERS
+from gateway.redis_client import connect
 
 T = TypeVar("T")
 # A blocking read waits at most this long per round trip (a longer wait is several), so a connection that broke
@@ -88,9 +88,7 @@ def _prefix(scope: str) -> str:
 
 class RedisExecutionStore:
     def __init__(self, url: str, connect_timeout_seconds: float = 2.0) -> None:
-        self._redis = redis.Redis.from_url(
-            url, socket_timeout=_BLOCK_SECONDS + 5, socket_connect_timeout=connect_timeout_seconds
-        )
+        self._redis = connect(url, socket_timeout=_BLOCK_SECONDS + 5, socket_connect_timeout=connect_timeout_seconds)
         self._offer = self._redis.register_script(_OFFER)
         self._claim = self._redis.register_script(_CLAIM)
         self._publish = self._redis.register_script(_PUBLISH)

@@ -38,6 +38,10 @@ class KnownValues:
         self._tokens: set[str] = set()
         self._automaton: ahocorasick.Automaton | None = None
 
+    def restart(self) -> None:
+        """The vault's log went back (its store lost it): read it again from its start, forgetting no value held."""
+        self.count = 0
+
     def add(self, start: int, entries: Sequence[tuple[str, str]]) -> None:
         """Entries `start`, `start+1`, ... of the vault's log of (token, value); ones already held are skipped, so
         two requests of the same task that fetched overlapping slices add each value once."""

@@ -1,7 +1,10 @@
 """Tokenize and de-tokenize whole JSON values (tool results, arguments, chat messages) through the vault.
 
 Two vault round trips per value: read what the task's vault minted since the last look (its known values), then
-collect every string, detect, mint all tokens at once, rebuild. Detectors rank: the task's known values first (no
+collect every string, detect, mint all tokens at once, rebuild; one for a value to de-tokenize that holds tokens.
+Each of those checks the caller's mark against the task's vault (vault_marks.py) in the same script: a vault its store
+lost refuses (VaultLost) and the task's session is ended. A token-shaped string of one of the task's entities that its
+vault never minted is refused (UnknownToken), not sent on as text. Detectors rank: the task's known values first (no
 value the vault holds for a task leaves toward it, whatever surrounds it), then the built-in entities, names and
 places, and custom patterns last (they only add). Base64 payloads (image/audio `data`, resource `blob`) are left
 alone when their media type is binary; when it is text (a CSV, a JSON file), their decoded text is tokenized like
@@ -13,16 +16,18 @@ from __future__ import annotations
 import asyncio
 import base64
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from gateway.context import TaskContext
-from gateway.errors import UnreadableTextPayload
+from gateway.errors import UnknownToken, UnreadableTextPayload, VaultLost
+from gateway.pii import vault_marks
 from gateway.pii.detectors import Detection, Detector, resolve_overlaps
 from gateway.pii.known_values import GUARD, TOKEN, KnownValues
 from gateway.pii.protection import Protection
 from gateway.pii.scanner import Offload, cheap, detect_all, in_thread
 from gateway.pii.vault import Vault
+from gateway.pii.vault_marks import VaultView
 from mcpexec.api.pii import PiiEntity
 
 # Media types whose payload is text however it is carried: text/*, these, and the +json/+xml/+yaml families.
@@ -102,7 +107,8 @@ class PiiTokenizer:
 
     `ner` builds the names-and-places detector for the NER entities a protection holds (None when it holds none; it
     raises PiiDetectorUnavailable when the gateway cannot detect them). `offload` runs the pattern detectors on
-    values that are not cheap by construction (scanner.py): the gateway gives its worker processes."""
+    values that are not cheap by construction (scanner.py): the gateway gives its worker processes. `on_vault_lost`
+    is told of a task whose vault was lost (with the reason), before VaultLost goes on up."""
 
     def __init__(
         self,
@@ -112,6 +118,7 @@ class PiiTokenizer:
         on_detect: Callable[[str, int], None] = lambda _entity, _count: None,
         ner: Callable[[frozenset[PiiEntity]], Detector | None] = lambda _entities: None,
         offload: Offload = in_thread,
+        on_vault_lost: Callable[[TaskContext, str], Awaitable[None]] | None = None,
     ) -> None:
         self.vault = vault
         self._ttl = ttl_seconds
@@ -119,24 +126,28 @@ class PiiTokenizer:
         self._on_detect = on_detect
         self._ner = ner
         self._offload = offload
+        self._on_vault_lost = on_vault_lost
         self._known: dict[str, KnownValues] = {}
 
-    async def _known_values(self, scope: str) -> KnownValues:
+    async def _known_values(self, scope: str, view: VaultView | None) -> KnownValues:
         """The scope's known values, brought up to date with what any replica minted since the last look."""
         known = self._known.setdefault(scope, KnownValues())
         start = known.count
-        known.add(start, await self.vault.entries(scope, start))
+        begun, entries = await self.vault.entries(scope, start, view)
+        if begun < start:
+            known.restart()
+        known.add(begun, entries)
         return known
 
     def forget(self, scope: str) -> None:
         self._known.pop(scope, None)
 
-    async def _find(self, ctx: TaskContext, texts: list[str]) -> dict[str, list[Detection]]:
+    async def _find(self, ctx: TaskContext, texts: list[str], view: VaultView | None) -> dict[str, list[Detection]]:
         """The detections in each text that has any, ranked: the task's known values, the built-in entities, names
         and places, custom patterns."""
         protection = self._protection(ctx)
         ner = self._ner(protection.entities)
-        known = await self._known_values(ctx.scope)
+        known = await self._known_values(ctx.scope, view)
         if cheap(texts):
             patterns = detect_all(protection, texts)
         else:
@@ -154,17 +165,35 @@ class PiiTokenizer:
 
     async def tokenize(self, ctx: TaskContext, value: Any) -> Any:
         """`value` with every detected entity and every value of the task's vault replaced by its task token;
-        raises VaultUnavailable or PiiDetectorUnavailable, never leaks."""
+        raises VaultLost, VaultUnavailable or PiiDetectorUnavailable, never leaks."""
+        return await self._told_of_loss(ctx, self._tokenize(ctx, value, vault_marks.current()))
+
+    async def detokenize(self, ctx: TaskContext, value: Any) -> Any:
+        """`value` with this task's tokens replaced by the real values; raises UnknownToken for a token-shaped string
+        of one of the task's entities that its vault never minted (others, `[STEP_1]`, are text), VaultLost."""
+        return await self._told_of_loss(ctx, self._detokenize(ctx, value, vault_marks.current()))
+
+    async def _told_of_loss(self, ctx: TaskContext, work: Awaitable[Any]) -> Any:
+        """`work`'s result; a VaultLost it raises is told to `on_vault_lost` first."""
+        try:
+            return await work
+        except VaultLost as exc:
+            if self._on_vault_lost is not None:
+                await self._on_vault_lost(ctx, f"vault_lost: {exc.message}")
+            raise
+
+    async def _tokenize(self, ctx: TaskContext, value: Any, view: VaultView | None) -> Any:
         texts: list[str] = []
         _strings(value, texts)
         occurrences = Counter(text for text in texts if text)
         if not occurrences:
             return value
-        found = await self._find(ctx, list(occurrences))
+        found = await self._find(ctx, list(occurrences), view)
         pairs = {(d.entity, text[d.start : d.end]): None for text, detections in found.items() for d in detections}
         if not pairs:
             return value
-        tokens = dict(zip(pairs, await self.vault.tokens_for(ctx.scope, list(pairs), self._ttl), strict=True))
+        minted = await self.vault.tokens_for(ctx.scope, list(pairs), self._ttl, view)
+        tokens = dict(zip(pairs, minted, strict=True))
         counts: dict[str, int] = {}
         for text, detections in found.items():
             for d in detections:
@@ -184,14 +213,20 @@ class PiiTokenizer:
 
         return _rebuild(value, replace)
 
-    async def detokenize(self, ctx: TaskContext, value: Any) -> Any:
-        """`value` with this task's tokens replaced by the real values; other tokens stay as they are."""
+    async def _detokenize(self, ctx: TaskContext, value: Any, view: VaultView | None) -> Any:
         texts: list[str] = []
         _strings(value, texts)
-        wanted = list(dict.fromkeys(m.group() for text in texts for m in TOKEN.finditer(text)))
+        wanted = {m.group(): m.group(1) for text in texts for m in TOKEN.finditer(text)}
         if not wanted:
             return value
-        known = {t: v for t, v in zip(wanted, await self.vault.values_for(ctx.scope, wanted), strict=True) if v}
+        values = await self.vault.values_for(ctx.scope, list(wanted), view)
+        known = {token: real for token, real in zip(wanted, values, strict=True) if real is not None}
+        protection = self._protection(ctx)
+        nameable = {*protection.entities, *(pattern.name for pattern in protection.patterns)}
+        unknown = [token for token, entity in wanted.items() if token not in known and entity in nameable]
+        if unknown:
+            shown = ", ".join(unknown[:5]) + (f" and {len(unknown) - 5} more" if len(unknown) > 5 else "")
+            raise UnknownToken(f"{shown}: not among the tokens this task was given; nothing was sent")
         if not known:
             return value
         return _rebuild(value, lambda text: TOKEN.sub(lambda m: known.get(m.group(), m.group()), text))

@@ -14,7 +14,7 @@ from gateway.errors import ErrorBody, ErrorResponse, GatewayError
 from gateway.telemetry.metrics import GatewayMetrics
 
 ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
-    status: {"model": ErrorResponse} for status in (400, 401, 403, 404, 413, 422, 429, 502, 503, 504)
+    status: {"model": ErrorResponse} for status in (400, 401, 403, 404, 409, 413, 422, 429, 502, 503, 504)
 }
 # The codes of the errors Starlette raises itself (a body that is not JSON, or not UTF-8; no route; body over the
 # limit); any other is `http_error`.

@@ -3,6 +3,7 @@ server as an MCPServer, and waiting for AgentTasks to finish."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import time
 from typing import Any
@@ -22,6 +23,23 @@ GROUP, API_VERSION, PLURAL = "mcpexec.dev", "v1alpha1", "agenttasks"
 RELEASE_NAMESPACE = "mcpexec-system"
 WORKSPACE_SIZE = "32Mi"  # the release's (tasks.workspaceSize): small, so a task can go over it quickly
 VAULT = f"mcpexec-redis.{RELEASE_NAMESPACE}.svc.cluster.local"  # the chart's bundled Redis Service
+REDIS_CLAIM, REDIS_UID = "mcpexec-redis-data", 999  # the bundled Redis' claim (its append-only file) and user
+
+
+def redis_volume(e2e_node: Node) -> None:
+    """No provisioner on this node: the bundled Redis' claim is bound to a hostPath volume in the node's directory,
+    owned by Redis' user (a hostPath is not chowned to the pod's fsGroup)."""
+    volume = e2e_node.workdir / "redis-data"
+    volume.mkdir(exist_ok=True)
+    os.chown(volume, REDIS_UID, REDIS_UID)
+    client.CoreV1Api().create_persistent_volume({
+        "metadata": {"name": "mcpexec-e2e-redis"},
+        "spec": {
+            "capacity": {"storage": "2Gi"}, "accessModes": ["ReadWriteOnce"], "storageClassName": "",
+            "persistentVolumeReclaimPolicy": "Retain", "hostPath": {"path": str(volume), "type": "Directory"},
+            "claimRef": {"namespace": RELEASE_NAMESPACE, "name": REDIS_CLAIM},
+        },
+    })  # fmt: skip
 
 
 def install_release(e2e_node: Node, *values: str) -> str:
@@ -29,6 +47,7 @@ def install_release(e2e_node: Node, *values: str) -> str:
     chart's default redis:7.2-alpine cannot be pulled here)."""
     for name in ("controller", "gateway", "runtime", "redis"):
         e2e_node.import_image(project_image(name))
+    redis_volume(e2e_node)
     started = time.monotonic()
     out = subprocess.run(
         [str(HELM), "install", "mcpexec", str(CHART), "-n", RELEASE_NAMESPACE, "--create-namespace", "--wait",

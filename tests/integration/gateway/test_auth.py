@@ -77,15 +77,16 @@ def test_a_token_of_task_a_never_reaches_task_b(gateway: GatewayThread, workdir:
         # Task B has its own MCP session (its own server process): A's outbox is not visible to it.
         b_outbox = b.post("/v1/tools/demo/sent_messages/call", json={"arguments": {}}).json()
         assert b_outbox["structuredContent"] == {"result": []}
-        # Task B cannot have A's token de-tokenized: the tool receives the literal token.
-        b.post(
+        # Task B cannot have A's token de-tokenized: a token its vault never minted is refused, nothing is sent.
+        leak = b.post(
             "/v1/tools/demo/send_message/call",
             json={"arguments": {"to": "ops@example.com", "subject": "b", "body": f"leak {token_of_a}"}},
         )
+        assert leak.status_code == 409 and leak.json()["error"]["code"] == "unknown_token"
     records = [json.loads(line) for line in (workdir / "outbox.jsonl").read_text().splitlines()]
     from_b = [r for r in records if r["subject"] == "b"]
-    assert from_b and from_b[-1]["body"] == f"leak {token_of_a}"
-    assert "bob.okafor@example.net" not in json.dumps(from_b)
+    assert not from_b
+    assert "bob.okafor@example.net" not in leak.text
 
 
 def test_ops_endpoints_are_on_the_ops_port_only(gateway: GatewayThread) -> None:

@@ -153,14 +153,18 @@ class RuntimeHarness:
 
 @contextmanager
 def runtime_harness(
-    over_socket: bool = True, llm: LLMUpstream | None = None, extra_servers: dict[str, MCPServerSpec] | None = None
+    over_socket: bool = True,
+    llm: LLMUpstream | None = None,
+    extra_servers: dict[str, MCPServerSpec] | None = None,
+    redis_url: str | None = None,
 ) -> Iterator[RuntimeHarness]:
-    """A fresh gateway (demo server and `extra_servers`, in-memory vault, optional LLM upstream) and the runtime on
-    its own path."""
+    """A fresh gateway (demo server and `extra_servers`, in-memory vault unless `redis_url`, optional LLM upstream)
+    and the runtime on its own path."""
     # Unix socket paths are limited to ~100 bytes: a short directory, not pytest's deep tmp path.
     with tempfile.TemporaryDirectory(prefix="mcpexec-rt-") as tmp:
         root = runtime_root(Path(tmp))
-        gateway = LocalGateway({"demo": demo_spec(root / "outbox.jsonl"), **(extra_servers or {})}, llm=llm)
+        servers = {"demo": demo_spec(root / "outbox.jsonl"), **(extra_servers or {})}
+        gateway = LocalGateway(servers, redis_url=redis_url, llm=llm)
         with GatewayThread(gateway, root / "gw.sock" if over_socket else None) as gw:
             yield RuntimeHarness(gw, root)
 

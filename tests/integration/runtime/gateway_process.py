@@ -25,7 +25,7 @@ from pathlib import Path
 import uvicorn
 
 from gateway.context import TaskContext
-from gateway.core import GatewayCore
+from gateway.core import GatewayBackends, GatewayCore
 from gateway.errors import Unauthenticated
 from gateway.pii.vault import MemoryVault
 from gateway.web.app import create_app
@@ -68,7 +68,7 @@ class SharedToken:
 async def serve(args: argparse.Namespace) -> None:
     context = TaskContext(task=recording_task(args.task), uid="uid-1", expires_at=time.time() + 600)
     servers = {"rec": recording_spec(args.record)}
-    core = GatewayCore(SharedToken(args.token, context), lambda: servers, MemoryVault())
+    core = GatewayCore(GatewayBackends(SharedToken(args.token, context), lambda: servers, MemoryVault()))
     await core.start()
     config = uvicorn.Config(
         create_app(core),

@@ -11,7 +11,7 @@ import pytest
 from pydantic import ValidationError
 
 from gateway.context import TaskContext
-from gateway.errors import UnreadableTextPayload
+from gateway.errors import UnknownToken, UnreadableTextPayload
 from gateway.pii.protection import DEFAULT_MINIMUM, protection_for
 from gateway.pii.scanner import ON_LOOP_MAX_CHARS, cheap
 from gateway.pii.tokenizer import PiiTokenizer
@@ -48,7 +48,8 @@ def test_tokenizes_nested_json_deterministically_and_restores_it() -> None:
     assert masked["structuredContent"] == {"people": [{"email": "[EMAIL_2]", "ip": "[IP_ADDRESS_1]"}], "[EMAIL_2]": 1}
     assert asyncio.run(tokenizer.detokenize(ctx, masked)) == value
     other = _ctx("pii-other")
-    assert asyncio.run(tokenizer.detokenize(other, masked)) == masked  # another task's tokens mean nothing
+    with pytest.raises(UnknownToken, match=r"\[EMAIL_1\], \[EMAIL_2\], \[IP_ADDRESS_1\]: not among"):
+        asyncio.run(tokenizer.detokenize(other, masked))  # another task's tokens mean nothing: refused, not sent
     with pytest.raises(ValidationError, match=r"pii\.enabled: false is not allowed"):
         _ctx("pii-off", pii={"enabled": False})
 
