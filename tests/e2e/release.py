@@ -24,12 +24,13 @@ RELEASE_NAMESPACE = "mcpexec-system"
 WORKSPACE_SIZE = "32Mi"  # the release's (tasks.workspaceSize): small, so a task can go over it quickly
 VAULT = f"mcpexec-redis.{RELEASE_NAMESPACE}.svc.cluster.local"  # the chart's bundled Redis Service
 REDIS_CLAIM, REDIS_UID = "mcpexec-redis-data", 999  # the bundled Redis' claim (its append-only file) and user
+REDIS_DATA = "redis-data"  # the hostPath volume bound to that claim, in the node's directory
 
 
 def redis_volume(e2e_node: Node) -> None:
     """No provisioner on this node: the bundled Redis' claim is bound to a hostPath volume in the node's directory,
     owned by Redis' user (a hostPath is not chowned to the pod's fsGroup)."""
-    volume = e2e_node.workdir / "redis-data"
+    volume = e2e_node.workdir / REDIS_DATA
     volume.mkdir(exist_ok=True)
     os.chown(volume, REDIS_UID, REDIS_UID)
     client.CoreV1Api().create_persistent_volume({

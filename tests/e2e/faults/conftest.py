@@ -72,9 +72,7 @@ def release(e2e_node: Node, llm: ScriptedLLM) -> str:
     core = client.CoreV1Api()
     core.create_namespace({"metadata": {"name": RELEASE_NAMESPACE}})
     key = base64.b64encode(b"sk-scripted").decode()
-    core.create_namespaced_secret(
-        RELEASE_NAMESPACE, {"metadata": {"name": LLM_KEY_SECRET}, "data": {"api-key": key}}
-    )
+    core.create_namespaced_secret(RELEASE_NAMESPACE, {"metadata": {"name": LLM_KEY_SECRET}, "data": {"api-key": key}})
     installed = install_release(
         e2e_node, "--set", f"llm.baseUrl={llm.url}", "--set", "llm.model=scripted",
         "--set", f"llm.apiKeySecret.name={LLM_KEY_SECRET}",

@@ -6,6 +6,7 @@ again."""
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import time
@@ -17,6 +18,7 @@ from kubernetes import client
 
 from tests.e2e.node import Node
 from tests.e2e.node_teardown import processes_mentioning
+from tests.e2e.release import REDIS_DATA, RELEASE_NAMESPACE
 
 # Kubelets this package started again: the node's teardown stops them (their command line names its directory,
 # node_teardown.kill_leftovers); they are reaped after it.
@@ -43,6 +45,23 @@ def force_delete(namespace: str, pod: str) -> None:
     """What `kubectl delete pod --grace-period=0 --force` does: the pod is gone from the API at once, its controller
     makes another, the kubelet kills what ran."""
     client.CoreV1Api().delete_namespaced_pod(pod, namespace, grace_period_seconds=0)
+
+
+def lose_redis_disk(the_node: Node) -> None:
+    """The bundled Redis moved to a node without its disk: its pod gone, its volume (the append-only file) emptied,
+    a new pod started on it."""
+    apps, core = client.AppsV1Api(), client.CoreV1Api()
+    apps.patch_namespaced_deployment_scale("mcpexec-redis", RELEASE_NAMESPACE, {"spec": {"replicas": 0}})
+    deadline = time.monotonic() + 60
+    while core.list_namespaced_pod(RELEASE_NAMESPACE, label_selector="app.kubernetes.io/name=mcpexec-redis").items:
+        assert time.monotonic() < deadline, "the Redis pod outlived its Deployment's scale to 0"
+        time.sleep(0.2)
+    for entry in (the_node.workdir / REDIS_DATA).iterdir():
+        if entry.is_dir():
+            shutil.rmtree(entry)
+        else:
+            entry.unlink()
+    apps.patch_namespaced_deployment_scale("mcpexec-redis", RELEASE_NAMESPACE, {"spec": {"replicas": 1}})
 
 
 def _drop_rules(addresses: list[str]) -> list[list[str]]:

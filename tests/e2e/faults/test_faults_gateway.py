@@ -112,9 +112,7 @@ def test_a_gateway_killed_under_a_call_never_runs_it_twice(e2e_node: Node, works
         with httpx.Client() as http:
             return stream(http, url, ns, "calls", token, STREAMED.replace("{label}", "stream"))
 
-    lines, recovered["stream"] = _kill_during(
-        e2e_node, sandbox_ip, streamed, lambda: rec.wait_for("stream"), "sigkill"
-    )
+    lines, recovered["stream"] = _kill_during(e2e_node, sandbox_ip, streamed, lambda: rec.wait_for("stream"), "sigkill")
     printed = "".join(line["text"] for line in lines if line["kind"] == "output")
     assert printed.startswith("tick 0\ntick 1\ntick 2\n"), lines
     assert lines[-1]["kind"] == "outcome", lines
@@ -123,7 +121,11 @@ def test_a_gateway_killed_under_a_call_never_runs_it_twice(e2e_node: Node, works
 
     # Well past the runtime's 30 s of retrying: each call reached its upstream once.
     wait_release_ready()
-    counts = {"tool": rec.count("tool"), "model": workspace.llm_requests(f"{SLOW} model"), "stream": rec.count("stream")}
+    counts = {
+        "tool": rec.count("tool"),
+        "model": workspace.llm_requests(f"{SLOW} model"),
+        "stream": rec.count("stream"),
+    }
     record_figures(
         "gateway replica killed during a call",
         calls=3, lost=0, doubled=sum(n - 1 for n in counts.values() if n > 1), mixed=0,

@@ -1,21 +1,28 @@
-"""Issue 31.1, the vault lost under a session: the session reads customer C001 (`[EMAIL_1]`); the Redis pod is deleted
-and comes back (empty, or from its append-only file); the session reads C002, then sends a message to the address it
-read first. It must never reach C002: either the vault came back whole and the message goes to C001, or it did not,
-and the code gets 409 `vault_lost`, nothing is sent, and the session ends with that reason."""
+"""Issue 31.1, the vault under a session: the session reads customer C001 (`[EMAIL_1]`); Redis goes away and comes
+back; the session reads C002, then sends a message to the address it read first. It must never reach C002.
+
+- The Redis pod deleted at once (a drain with no grace): it comes back from its append-only file (the chart keeps it
+  on a volume), the vault whole, and the message goes to C001.
+- Then Redis moved to a node without its disk: it comes back empty. The code gets 409 `vault_lost`, nothing is sent,
+  and the session ends with that reason.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import json
 import time
+from collections.abc import Callable
+from typing import Any
 
 import httpx
 import pytest
 
 from tests.e2e.faults.conftest import POOL, Workspace
-from tests.e2e.faults.disruptions import force_delete
+from tests.e2e.faults.disruptions import force_delete, lose_redis_disk
 from tests.e2e.faults.figures import record_figures
 from tests.e2e.faults.release_state import pods, sessions_url, wait_ready, wait_release_ready
+from tests.e2e.node import Node
 from tests.e2e.release import RELEASE_NAMESPACE, sent_messages
 from tests.e2e.sessions import create_session, wait_session
 from tests.support.session_api import execute
@@ -32,26 +39,33 @@ try:
 except ToolError as exc:
     seen["read"] = f"{exc.code} {exc.status}"
 try:
-    seen["sent"] = call_tool("crm/send_message", {"to": a["email"], "subject": "vault", "body": "for C001"})["to"]
+    seen["sent"] = call_tool("crm/send_message", {"to": a["email"], "subject": "SUBJECT", "body": "for C001"})["to"]
 except ToolError as exc:
     seen["sent"] = f"{exc.code} {exc.status}"
 print(json.dumps(seen))
 """
 
 
-def _execute_once_the_store_is_back(url: str, ns: str, token: str, code: str) -> httpx.Response:
-    """The execute API says 503 `session_store_unavailable` when Redis cannot be reached and nothing ran: asking
-    again is safe, until it is reachable."""
-    deadline = time.monotonic() + 90
+def _after(fault: Callable[[], None], url: str, ns: str, token: str, subject: str) -> tuple[httpx.Response, float]:
+    """Do the fault, then have the session read C002 and send to C001's token: the answer, and the seconds from the
+    fault until the session answered. The execute API says 503 `session_store_unavailable` while Redis cannot be
+    reached, when nothing ran: asking again is safe."""
+    started = time.monotonic()
+    fault()
+    wait_ready("redis", 1)
     with httpx.Client() as http:
-        while True:
-            answer = execute(http, url, ns, "vault", token, code)
-            if answer.status_code != 503 or time.monotonic() > deadline:
-                return answer
+        while (answer := execute(http, url, ns, "vault", token, READ_AND_SEND.replace("SUBJECT", subject))).status_code == 503:  # fmt: skip
+            assert time.monotonic() - started < 120, answer.text
             time.sleep(0.5)
+    return answer, time.monotonic() - started
 
 
-def test_a_token_never_reaches_another_customer_after_redis_comes_back(workspace: Workspace) -> None:
+def _sent(workspace: Workspace, subject: str) -> list[str]:
+    outbox: list[dict[str, Any]] = asyncio.run(sent_messages(f"http://{workspace.crm_ip}:8080/mcp"))
+    return [m["to"] for m in outbox if m["subject"] == subject]
+
+
+def test_a_token_never_reaches_another_customer_when_redis_comes_back(e2e_node: Node, workspace: Workspace) -> None:
     ns, token = workspace.namespace, workspace.token
     wait_release_ready()
     create_session(ns, "vault", POOL)
@@ -61,31 +75,33 @@ def test_a_token_never_reaches_another_customer_after_redis_comes_back(workspace
         first = execute(http, url, ns, "vault", token, READ_FIRST)
     assert first.status_code == 200 and first.json()["stdout"] == "[EMAIL_1]\n", first.text
 
-    deleted_at = time.monotonic()
-    force_delete(RELEASE_NAMESPACE, pods("redis")[0].metadata.name)
-    wait_ready("redis", 1)
-    answer = _execute_once_the_store_is_back(url, ns, token, READ_AND_SEND)
-    recovered = time.monotonic() - deleted_at
-
-    outbox = asyncio.run(sent_messages(f"http://{workspace.crm_ip}:8080/mcp"))
-    to = [m["to"] for m in outbox if m["subject"] == "vault"]
+    # The pod deleted: back from its append-only file.
+    kept, kept_seconds = _after(
+        lambda: force_delete(RELEASE_NAMESPACE, pods("redis")[0].metadata.name), url, ns, token, "kept"
+    )
+    kept_to = _sent(workspace, "kept")
+    # Its disk lost: back empty.
+    lost, lost_seconds = _after(lambda: lose_redis_disk(e2e_node), url, ns, token, "lost")
+    lost_to = _sent(workspace, "lost")
     record_figures(
-        "vault: Redis pod deleted under a session",
-        lost=0, doubled=max(0, len(to) - 1), mixed=to.count(C002), outcome=answer.text[:300],
-        recover_seconds=round(recovered, 1),
+        "vault: Redis deleted under a session (kept: from its AOF; lost: its disk gone)",
+        lost=0, doubled=max(0, len(kept_to) - 1) + max(0, len(lost_to) - 1),
+        mixed=kept_to.count(C002) + lost_to.count(C002),
+        recover_seconds={"kept": round(kept_seconds, 1), "lost": round(lost_seconds, 1)},
+        answers={"kept": kept.text[:200], "lost": lost.text[:200]},
     )  # fmt: skip
-    assert C002 not in to, f"a message meant for C001 went to C002: {outbox}; the session was told {answer.text}"
-    if to == [C001]:  # the vault came back whole (its append-only file): the message went where it was meant to
-        assert answer.status_code == 200, answer.text
-        assert json.loads(answer.json()["stdout"]) == {"read": "[EMAIL_2]", "sent": "[EMAIL_1]"}, answer.json()
-        return
-    assert to == [], outbox
-    # The code was told (or its caller, when the gateway ended the session first) and the session ended with it.
-    if answer.status_code == 200:
-        seen = json.loads(answer.json()["stdout"])
-        assert "vault_lost 409" in seen.values() and seen["sent"] == "vault_lost 409", seen
+
+    assert C002 not in kept_to + lost_to, f"a message meant for C001 went to C002: {kept_to}, {lost_to}"
+    assert kept.status_code == 200, kept.text
+    assert json.loads(kept.json()["stdout"]) == {"read": "[EMAIL_2]", "sent": "[EMAIL_1]"}, kept.json()
+    assert kept_to == [C001]
+
+    assert lost_to == [], "nothing is sent once the vault is lost"
+    # The code is told (or its caller, when the gateway ended the session first); the session ends with the reason.
+    if lost.status_code == 200:
+        assert json.loads(lost.json()["stdout"]) == {"read": "vault_lost 409", "sent": "vault_lost 409"}, lost.json()
     else:
-        assert answer.status_code == 410 and answer.json()["error"]["code"] == "session_ended", answer.text
-        assert "vault_lost" in answer.json()["error"]["message"], answer.text
+        assert lost.status_code == 410 and lost.json()["error"]["code"] == "session_ended", lost.text
+        assert "vault_lost" in lost.json()["error"]["message"], lost.text
     ended = wait_session(ns, "vault", "Ended", timeout=60)
-    assert ended["reason"].startswith("vault_lost"), ended
+    assert "vault_lost" in json.dumps(ended), f"the session ended without saying its vault was lost: {ended}"

@@ -1,0 +1,98 @@
+"""A person's side of the execute API through a fault: a session to run code in, an execution named by the caller's
+own id (`Mcpexec-Execution-Id`), and what became of it, followed by that id on any replica until it has an outcome or
+a final state (docs/sessions.md)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx
+from kubernetes import client
+
+from mcpexec.api.meta import AGENTSESSION_PLURAL
+from tests.e2e.faults.release_state import pods, sessions_url
+from tests.e2e.release import API_VERSION, GROUP
+from tests.e2e.sessions import create_session, wait_session
+
+EXECUTION_ID_HEADER = "Mcpexec-Execution-Id"
+# The states an execution ends in, for its caller: `finished` (its outcome), `not_taken` (it never ran and never
+# will), `interrupted` (its session ended while it ran), `lost` (the store lost its record: it may have run).
+FINAL_STATES = {"finished", "not_taken", "interrupted", "lost"}
+
+
+@contextmanager
+def ready_session(namespace: str, name: str, pool: str, **spec: Any) -> Iterator[Any]:
+    """An AgentSession, Ready; deleted afterwards (its sandbox with it). Yields its sandbox pod."""
+    create_session(namespace, name, pool, **spec)
+    try:
+        pod = wait_session(namespace, name, "Ready")["podName"]
+        yield client.CoreV1Api().read_namespaced_pod(pod, namespace)
+    finally:
+        client.CustomObjectsApi().delete_namespaced_custom_object(
+            GROUP, API_VERSION, namespace, AGENTSESSION_PLURAL, name
+        )
+
+
+def execute_as(
+    url: str, namespace: str, name: str, token: str, code: str, execution_id: str, timeout: float = 30
+) -> httpx.Response:
+    """POST execute with the caller's own id for the execution; the answer, however long the gateway rides out a
+    store it cannot reach."""
+    with httpx.Client() as http:
+        return http.post(
+            f"{url}/v1/sessions/{namespace}/{name}/execute",
+            json={"code": code, "timeoutSeconds": timeout},
+            headers={"Authorization": f"Bearer {token}", EXECUTION_ID_HEADER: execution_id},
+            timeout=timeout + 180,
+        )
+
+
+@dataclass
+class Resolved:
+    """What became of an execution: its final state, its outcome if it finished, and every answer its caller got on
+    the way (status and body), first the execute API's."""
+
+    state: str
+    outcome: dict[str, Any] | None
+    answers: list[str] = field(default_factory=list)
+
+
+def _state(answer: httpx.Response) -> str | None:
+    body = answer.json()
+    return (body.get("error") or {}).get("state") if "error" in body else body.get("state")
+
+
+def resolve(
+    first: httpx.Response, namespace: str, name: str, token: str, execution_id: str, timeout: float = 240
+) -> Resolved:
+    """From the execute API's answer on: an outcome is final; any other answer must say the execution's state, and
+    one that is not final is followed by the execution's id (GET .../executions/{id}, any replica) until it is."""
+    answers = [f"{first.status_code} {first.text[:300]}"]
+    if first.status_code == 200:
+        return Resolved("finished", first.json(), answers)
+    state = _state(first)
+    assert state is not None, f"the caller was told neither an outcome nor the execution's state: {answers}"
+    deadline = time.monotonic() + timeout
+    while state not in FINAL_STATES:
+        assert time.monotonic() < deadline, f"execution {execution_id} never ended: {answers}"
+        time.sleep(1)
+        try:
+            with httpx.Client() as http:
+                answer = http.get(
+                    f"{sessions_url(pods('gateway')[0])}/v1/sessions/{namespace}/{name}/executions/{execution_id}",
+                    headers={"Authorization": f"Bearer {token}"},
+                    timeout=30,
+                )
+        except httpx.TransportError as exc:  # a replica on its way out: ask again
+            answers.append(repr(exc))
+            continue
+        answers.append(f"{answer.status_code} {answer.text[:300]}")
+        state = _state(answer)
+        assert state is not None, f"re-attaching to {execution_id} did not say its state: {answers}"
+        if state == "finished":
+            return Resolved(state, answer.json()["outcome"], answers)
+    return Resolved(state, None, answers)
