@@ -69,7 +69,7 @@ def llm(e2e_node: Node) -> Iterator[ScriptedLLM]:
 
 @pytest.fixture(scope="package")
 def release(e2e_node: Node, llm: ScriptedLLM) -> str:
-    core = client.CoreV1Api()
+    core: Any = client.CoreV1Api()
     core.create_namespace({"metadata": {"name": RELEASE_NAMESPACE}})
     key = base64.b64encode(b"sk-scripted").decode()
     core.create_namespaced_secret(RELEASE_NAMESPACE, {"metadata": {"name": LLM_KEY_SECRET}, "data": {"api-key": key}})

@@ -13,6 +13,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 from kubernetes import client
 
@@ -26,7 +27,7 @@ _kubelets: list[subprocess.Popen[bytes]] = []
 
 
 def _container_id(namespace: str, pod: str) -> str:
-    found = client.CoreV1Api().read_namespaced_pod(pod, namespace)
+    found: Any = client.CoreV1Api().read_namespaced_pod(pod, namespace)
     statuses = found.status.container_statuses or []
     assert statuses and statuses[0].container_id, f"pod {namespace}/{pod} has no running container: {found.status}"
     return str(statuses[0].container_id).removeprefix("containerd://")
@@ -35,7 +36,7 @@ def _container_id(namespace: str, pod: str) -> str:
 def sigkill(the_node: Node, namespace: str, pod: str) -> int:
     """SIGKILL every process of the pod's (first) container, as the kernel's OOM killer does; the kubelet starts it
     again in the same pod. Returns the container's restart count before."""
-    found = client.CoreV1Api().read_namespaced_pod(pod, namespace)
+    found: Any = client.CoreV1Api().read_namespaced_pod(pod, namespace)
     restarts = int((found.status.container_statuses or [])[0].restart_count)
     the_node.ctr("tasks", "kill", "--all", "--signal", "SIGKILL", _container_id(namespace, pod))
     return restarts

@@ -20,7 +20,7 @@ SANDBOX_PORT = 8000  # the gateway's port for sandboxes (gateway.port)
 
 def pods(component: str) -> list[Any]:
     """The release's pods of one component (gateway, redis, operator), oldest first, terminating ones left out."""
-    found = client.CoreV1Api().list_namespaced_pod(
+    found: Any = client.CoreV1Api().list_namespaced_pod(
         RELEASE_NAMESPACE, label_selector=f"app.kubernetes.io/name=mcpexec-{component}"
     )
     alive = [p for p in found.items if p.metadata.deletion_timestamp is None]
@@ -46,7 +46,7 @@ def wait_restarted(component: str, pod: str, restarts: int, timeout: float = 180
     """Until the pod's container has restarted since it had `restarts`, and is Ready again."""
     deadline = time.monotonic() + timeout
     while True:
-        found = client.CoreV1Api().read_namespaced_pod(pod, RELEASE_NAMESPACE)
+        found: Any = client.CoreV1Api().read_namespaced_pod(pod, RELEASE_NAMESPACE)
         statuses = found.status.container_statuses or []
         if statuses and statuses[0].restart_count > restarts and is_ready(found):
             return
@@ -66,7 +66,8 @@ def sessions_url(pod: Any) -> str:
 
 
 def service_ip(name: str) -> str:
-    return str(client.CoreV1Api().read_namespaced_service(name, RELEASE_NAMESPACE).spec.cluster_ip)
+    service: Any = client.CoreV1Api().read_namespaced_service(name, RELEASE_NAMESPACE)
+    return str(service.spec.cluster_ip)
 
 
 def serving_gateway(sandbox_ip: str, timeout: float = 30) -> Any:

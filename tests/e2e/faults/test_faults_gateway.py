@@ -75,7 +75,7 @@ def _kill_during(
 def test_a_gateway_killed_under_a_call_never_runs_it_twice(e2e_node: Node, workspace: Workspace) -> None:
     ns, token, rec = workspace.namespace, workspace.token, workspace.recorder
     create_session(ns, "calls", POOL)
-    sandbox = client.CoreV1Api().read_namespaced_pod(wait_session(ns, "calls", "Ready")["podName"], ns)
+    sandbox: Any = client.CoreV1Api().read_namespaced_pod(wait_session(ns, "calls", "Ready")["podName"], ns)
     sandbox_ip = str(sandbox.status.pod_ip)
     recovered = {}
 

@@ -37,17 +37,18 @@ SESSION_CODE = "call_tool('rec/record', {'label': 'kubelet-session'})\nimport ti
 
 
 def _restarts(namespace: str) -> dict[str, int]:
-    return {
-        p.metadata.name: sum(c.restart_count for c in p.status.container_statuses or [])
-        for p in client.CoreV1Api().list_namespaced_pod(namespace).items
-    }
+    listed: Any = client.CoreV1Api().list_namespaced_pod(namespace)
+    return {p.metadata.name: sum(c.restart_count for c in p.status.container_statuses or []) for p in listed.items}
 
 
 def _wait_kubelet_back(since: datetime, timeout: float = 120) -> None:
     """Until the new kubelet renewed the node's lease (every 10 s)."""
     deadline = time.monotonic() + timeout
-    while (renewed := client.CoordinationV1Api().read_namespaced_lease(NODE_NAME, "kube-node-lease").spec.renew_time) <= since:  # fmt: skip
-        assert time.monotonic() < deadline, f"the node's lease was last renewed at {renewed}"
+    while True:
+        lease: Any = client.CoordinationV1Api().read_namespaced_lease(NODE_NAME, "kube-node-lease")
+        if lease.spec.renew_time > since:
+            return
+        assert time.monotonic() < deadline, f"the node's lease was last renewed at {lease.spec.renew_time}"
         time.sleep(0.2)
 
 
@@ -77,7 +78,7 @@ def test_a_kubelet_restart_under_a_task_and_a_session(e2e_node: Node, workspace:
         with httpx.Client() as http:
             after = execute(http, url, ns, "kubelet", token, "print('same sandbox')")
         assert wait_session(ns, "kubelet", "Ready")["podName"] == sandbox.metadata.name
-        job_pods = client.CoreV1Api().list_namespaced_pod(ns, label_selector=f"job-name={status['jobName']}").items
+        job_pods: Any = client.CoreV1Api().list_namespaced_pod(ns, label_selector=f"job-name={status['jobName']}")
         now = {**_restarts(ns), **_restarts(RELEASE_NAMESPACE)}
     custom.delete_namespaced_custom_object(GROUP, API_VERSION, ns, PLURAL, "through-kubelet")
 
@@ -94,5 +95,5 @@ def test_a_kubelet_restart_under_a_task_and_a_session(e2e_node: Node, workspace:
     assert resolved.outcome["stdout"] == "done\n", resolved
     assert counts == {"kubelet-task-started": 1, "kubelet-task-done": 1, "kubelet-session": 1}, counts
     assert after.status_code == 200 and after.json()["stdout"] == "same sandbox\n", after.text
-    assert len(job_pods) == 1, [p.metadata.name for p in job_pods]
+    assert len(job_pods.items) == 1, [p.metadata.name for p in job_pods.items]
     assert not restarted, f"containers started again after the kubelet's restart: {restarted}"

@@ -54,7 +54,8 @@ def _after(fault: Callable[[], None], url: str, ns: str, token: str, subject: st
     fault()
     wait_ready("redis", 1)
     with httpx.Client() as http:
-        while (answer := execute(http, url, ns, "vault", token, READ_AND_SEND.replace("SUBJECT", subject))).status_code == 503:  # fmt: skip
+        code = READ_AND_SEND.replace("SUBJECT", subject)
+        while (answer := execute(http, url, ns, "vault", token, code)).status_code == 503:
             assert time.monotonic() - started < 120, answer.text
             time.sleep(0.5)
     return answer, time.monotonic() - started
@@ -93,8 +94,10 @@ def test_a_token_never_reaches_another_customer_when_redis_comes_back(e2e_node: 
 
     assert C002 not in kept_to + lost_to, f"a message meant for C001 went to C002: {kept_to}, {lost_to}"
     assert kept.status_code == 200, kept.text
-    assert json.loads(kept.json()["stdout"]) == {"read": "[EMAIL_2]", "sent": "[EMAIL_1]"}, kept.json()
-    assert kept_to == [C001]
+    seen = json.loads(kept.json()["stdout"])
+    # C002's address a token of its own (C001's record holds a second address: [EMAIL_2]); C001's still C001's.
+    assert seen["read"].startswith("[EMAIL_") and seen["read"] != "[EMAIL_1]", seen
+    assert seen["sent"] == "[EMAIL_1]" and kept_to == [C001], (seen, kept_to)
 
     assert lost_to == [], "nothing is sent once the vault is lost"
     # The code is told (or its caller, when the gateway ended the session first); the session ends with the reason.
