@@ -4,7 +4,7 @@ back; the session reads C002, then sends a message to the address it read first.
 - The Redis pod deleted at once (a drain with no grace): it comes back from its append-only file (the chart keeps it
   on a volume), the vault whole, and the message goes to C001.
 - Then Redis moved to a node without its disk: it comes back empty. The code gets 409 `vault_lost`, nothing is sent,
-  and the session ends with that reason.
+  and the session ends with that reason; so does a task that read C001 before and does the same after.
 """
 
 from __future__ import annotations
@@ -17,13 +17,14 @@ from typing import Any
 
 import httpx
 import pytest
+from kubernetes import client
 
 from tests.e2e.faults.conftest import POOL, Workspace
 from tests.e2e.faults.disruptions import force_delete, lose_redis_disk
 from tests.e2e.faults.figures import record_figures
 from tests.e2e.faults.release_state import pods, sessions_url, wait_ready, wait_release_ready
 from tests.e2e.node import Node
-from tests.e2e.release import RELEASE_NAMESPACE, sent_messages
+from tests.e2e.release import API_VERSION, GROUP, PLURAL, RELEASE_NAMESPACE, sent_messages, wait_task
 from tests.e2e.sessions import create_session, wait_session
 from tests.support.session_api import execute
 
@@ -44,6 +45,13 @@ except ToolError as exc:
     seen["sent"] = f"{exc.code} {exc.status}"
 print(json.dumps(seen))
 """
+# A cold task that reads C001, sleeps through both faults (the test checks it did), then does what the session does.
+TASK_CODE = (
+    "a = call_tool('crm/get_customer', {'customer_id': 'C001'})\n"
+    "call_tool('rec/record', {'label': 'vault-task-read'})\n"
+    "import time\ntime.sleep(45)\n"
+    "try:\n    call_tool('rec/record', {'label': 'vault-task-woke'})\nexcept ToolError:\n    pass\n"
+) + READ_AND_SEND.replace("SUBJECT", "task")
 
 
 def _after(fault: Callable[[], None], url: str, ns: str, token: str, subject: str) -> tuple[httpx.Response, float]:
@@ -67,8 +75,13 @@ def _sent(workspace: Workspace, subject: str) -> list[str]:
 
 
 def test_a_token_never_reaches_another_customer_when_redis_comes_back(e2e_node: Node, workspace: Workspace) -> None:
-    ns, token = workspace.namespace, workspace.token
+    ns, token, custom = workspace.namespace, workspace.token, client.CustomObjectsApi()
     wait_release_ready()
+    task = {
+        "apiVersion": f"{GROUP}/{API_VERSION}", "kind": "AgentTask", "metadata": {"name": "vault"},
+        "spec": {"timeoutSeconds": 300, "mcpServers": ["crm", "rec"], "code": TASK_CODE},
+    }  # fmt: skip
+    custom.create_namespaced_custom_object(GROUP, API_VERSION, ns, PLURAL, task)
     create_session(ns, "vault", POOL)
     wait_session(ns, "vault", "Ready")
     url = sessions_url(pods("gateway")[0])
@@ -81,18 +94,24 @@ def test_a_token_never_reaches_another_customer_when_redis_comes_back(e2e_node: 
         lambda: force_delete(RELEASE_NAMESPACE, pods("redis")[0].metadata.name), url, ns, token, "kept"
     )
     kept_to = _sent(workspace, "kept")
-    # Its disk lost: back empty.
+    # Its disk lost: back empty (the task read C001 before, and wakes after).
+    workspace.recorder.wait_for("vault-task-read", timeout=120)
     lost, lost_seconds = _after(lambda: lose_redis_disk(e2e_node), url, ns, token, "lost")
+    assert workspace.recorder.count("vault-task-woke") == 0, "the task woke before Redis lost its disk: sleep longer"
     lost_to = _sent(workspace, "lost")
+    task_status = wait_task(custom, "vault", ns, timeout=180)["status"]
+    task_to = _sent(workspace, "task")
     record_figures(
         "vault: Redis deleted under a session (kept: from its AOF; lost: its disk gone)",
         lost=0, doubled=max(0, len(kept_to) - 1) + max(0, len(lost_to) - 1),
-        mixed=kept_to.count(C002) + lost_to.count(C002),
+        mixed=kept_to.count(C002) + lost_to.count(C002) + task_to.count(C002),
         recover_seconds={"kept": round(kept_seconds, 1), "lost": round(lost_seconds, 1)},
-        answers={"kept": kept.text[:200], "lost": lost.text[:200]},
+        answers={"kept": kept.text[:200], "lost": lost.text[:200], "task": task_status.get("error", "")[:200]},
     )  # fmt: skip
 
-    assert C002 not in kept_to + lost_to, f"a message meant for C001 went to C002: {kept_to}, {lost_to}"
+    assert C002 not in kept_to + lost_to + task_to, (
+        f"a message meant for C001 went to C002: {kept_to} {lost_to} {task_to}"
+    )
     assert kept.status_code == 200, kept.text
     seen = json.loads(kept.json()["stdout"])
     # C002's address a token of its own (C001's record holds a second address: [EMAIL_2]); C001's still C001's.
@@ -106,5 +125,7 @@ def test_a_token_never_reaches_another_customer_when_redis_comes_back(e2e_node: 
     else:
         assert lost.status_code == 410 and lost.json()["error"]["code"] == "session_ended", lost.text
         assert "vault_lost" in lost.json()["error"]["message"], lost.text
+    assert task_to == [] and task_status["phase"] == "Failed", task_status
+    assert "vault_lost" in json.dumps(task_status), f"the task ended without saying its vault was lost: {task_status}"
     ended = wait_session(ns, "vault", "Ended", timeout=60)
     assert "vault_lost" in json.dumps(ended), f"the session ended without saying its vault was lost: {ended}"
