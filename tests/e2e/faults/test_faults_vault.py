@@ -32,13 +32,20 @@ pytestmark = pytest.mark.e2e
 
 C001, C002 = "alice.martin@example.com", "bob.okafor@example.net"
 READ_FIRST = "a = call_tool('crm/get_customer', {'customer_id': 'C001'})\nprint(a['email'])"
+# A vault that cannot be reached yet (503, nothing minted) is asked again, as an agent would.
 READ_AND_SEND = """
-import json
-seen = {}
-try:
-    seen["read"] = call_tool("crm/get_customer", {"customer_id": "C002"})["email"]
-except ToolError as exc:
-    seen["read"] = f"{exc.code} {exc.status}"
+import json, time
+seen = {"attempts": 0}
+while seen["attempts"] < 60:
+    seen["attempts"] += 1
+    try:
+        seen["read"] = call_tool("crm/get_customer", {"customer_id": "C002"})["email"]
+        break
+    except ToolError as exc:
+        seen["read"] = f"{exc.code} {exc.status}"
+        if exc.code != "pii_vault_unavailable":
+            break
+        time.sleep(0.5)
 try:
     seen["sent"] = call_tool("crm/send_message", {"to": a["email"], "subject": "SUBJECT", "body": "for C001"})["to"]
 except ToolError as exc:
@@ -94,6 +101,7 @@ def test_a_token_never_reaches_another_customer_when_redis_comes_back(e2e_node: 
         lambda: force_delete(RELEASE_NAMESPACE, pods("redis")[0].metadata.name), url, ns, token, "kept"
     )
     kept_to = _sent(workspace, "kept")
+    kept_seen = json.loads(kept.json()["stdout"]) if kept.status_code == 200 else {}
     # Its disk lost: back empty (the task read C001 before, and wakes after).
     workspace.recorder.wait_for("vault-task-read", timeout=120)
     lost, lost_seconds = _after(lambda: lose_redis_disk(e2e_node), url, ns, token, "lost")
@@ -106,22 +114,23 @@ def test_a_token_never_reaches_another_customer_when_redis_comes_back(e2e_node: 
         lost=0, doubled=max(0, len(kept_to) - 1) + max(0, len(lost_to) - 1),
         mixed=kept_to.count(C002) + lost_to.count(C002) + task_to.count(C002),
         recover_seconds={"kept": round(kept_seconds, 1), "lost": round(lost_seconds, 1)},
-        answers={"kept": kept.text[:200], "lost": lost.text[:200], "task": task_status.get("error", "")[:200]},
+        vault_calls_until_back=kept_seen.get("attempts"), task=task_status.get("phase"),
+        answers={"kept": kept.text[:200], "lost": lost.text[:200]},
     )  # fmt: skip
 
     assert C002 not in kept_to + lost_to + task_to, (
         f"a message meant for C001 went to C002: {kept_to} {lost_to} {task_to}"
     )
     assert kept.status_code == 200, kept.text
-    seen = json.loads(kept.json()["stdout"])
     # C002's address a token of its own (C001's record holds a second address: [EMAIL_2]); C001's still C001's.
-    assert seen["read"].startswith("[EMAIL_") and seen["read"] != "[EMAIL_1]", seen
-    assert seen["sent"] == "[EMAIL_1]" and kept_to == [C001], (seen, kept_to)
+    assert kept_seen["read"].startswith("[EMAIL_") and kept_seen["read"] != "[EMAIL_1]", kept_seen
+    assert kept_seen["sent"] == "[EMAIL_1]" and kept_to == [C001], (kept_seen, kept_to)
 
     assert lost_to == [], "nothing is sent once the vault is lost"
     # The code is told (or its caller, when the gateway ended the session first); the session ends with the reason.
     if lost.status_code == 200:
-        assert json.loads(lost.json()["stdout"]) == {"read": "vault_lost 409", "sent": "vault_lost 409"}, lost.json()
+        seen = json.loads(lost.json()["stdout"])
+        assert seen["read"] == "vault_lost 409" and seen["sent"] == "vault_lost 409", seen
     else:
         assert lost.status_code == 410 and lost.json()["error"]["code"] == "session_ended", lost.text
         assert "vault_lost" in lost.json()["error"]["message"], lost.text
