@@ -26,15 +26,22 @@ FINAL_STATES = {"finished", "not_taken", "interrupted", "lost"}
 
 @contextmanager
 def ready_session(namespace: str, name: str, pool: str, **spec: Any) -> Iterator[Any]:
-    """An AgentSession, Ready; deleted afterwards (its sandbox with it). Yields its sandbox pod."""
+    """An AgentSession, Ready; deleted afterwards, and its sandbox pod must go with it. Yields that pod."""
     create_session(namespace, name, pool, **spec)
+    sandbox = wait_session(namespace, name, "Ready")["podName"]
     try:
-        pod = wait_session(namespace, name, "Ready")["podName"]
-        yield client.CoreV1Api().read_namespaced_pod(pod, namespace)
+        yield client.CoreV1Api().read_namespaced_pod(sandbox, namespace)
     finally:
         client.CustomObjectsApi().delete_namespaced_custom_object(
             GROUP, API_VERSION, namespace, AGENTSESSION_PLURAL, name
         )
+    deadline = time.monotonic() + 90
+    while True:
+        listed: Any = client.CoreV1Api().list_namespaced_pod(namespace)
+        if all(p.metadata.name != sandbox for p in listed.items):
+            return
+        assert time.monotonic() < deadline, f"session {name}'s sandbox {sandbox} outlived it"
+        time.sleep(0.5)
 
 
 def execute_as(

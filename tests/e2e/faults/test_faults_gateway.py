@@ -13,8 +13,8 @@ from typing import Any
 
 import httpx
 import pytest
-from kubernetes import client
 
+from tests.e2e.faults.calls import ready_session
 from tests.e2e.faults.conftest import POOL, SLOW, SLOW_SECONDS, Workspace
 from tests.e2e.faults.disruptions import force_delete, sigkill
 from tests.e2e.faults.figures import record_figures
@@ -28,7 +28,7 @@ from tests.e2e.faults.release_state import (
 )
 from tests.e2e.node import Node
 from tests.e2e.release import RELEASE_NAMESPACE
-from tests.e2e.sessions import create_session, wait_session
+from tests.e2e.sessions import wait_session
 from tests.support.session_api import execute, stream
 
 pytestmark = pytest.mark.e2e
@@ -74,65 +74,66 @@ def _kill_during(
 
 def test_a_gateway_killed_under_a_call_never_runs_it_twice(e2e_node: Node, workspace: Workspace) -> None:
     ns, token, rec = workspace.namespace, workspace.token, workspace.recorder
-    create_session(ns, "calls", POOL)
-    sandbox: Any = client.CoreV1Api().read_namespaced_pod(wait_session(ns, "calls", "Ready")["podName"], ns)
-    sandbox_ip = str(sandbox.status.pod_ip)
-    recovered = {}
+    with ready_session(ns, "calls", POOL) as sandbox:
+        sandbox_ip = str(sandbox.status.pod_ip)
+        recovered = {}
 
-    def run(code: str) -> Callable[[str], httpx.Response]:
-        def start(url: str) -> httpx.Response:
+        def run(code: str) -> Callable[[str], httpx.Response]:
+            def start(url: str) -> httpx.Response:
+                with httpx.Client() as http:
+                    return execute(http, url, ns, "calls", token, code, timeout=60)
+
+            return start
+
+        # A 25 s tool call; its replica deleted at once (a drain with no grace).
+        answer, recovered["tool"] = _kill_during(
+            e2e_node, sandbox_ip, run(SLOW_TOOL.replace("{label}", "tool")), lambda: rec.wait_for("tool"), "delete"
+        )
+        assert answer.status_code == 200, answer.text
+        assert f"error {LOST}" in answer.json()["stdout"], answer.json()
+        assert "it may have run and was not resent" in answer.json()["stdout"], answer.json()
+
+        # A model call; its replica SIGKILLed.
+        def model_called() -> None:
+            deadline = time.monotonic() + 60
+            while workspace.llm_requests(f"{SLOW} model") == 0:
+                assert time.monotonic() < deadline, "the model never got the call"
+                time.sleep(0.05)
+
+        answer, recovered["model"] = _kill_during(
+            e2e_node, sandbox_ip, run(SLOW_MODEL.replace("{label}", "model")), model_called, "sigkill"
+        )
+        assert answer.status_code == 200, answer.text
+        assert f"error {LOST}" in answer.json()["stdout"], answer.json()
+
+        # A streaming execution: its output so far arrives, then the rest and the outcome, through the caller's replica.
+        def streamed(url: str) -> list[dict[str, Any]]:
             with httpx.Client() as http:
-                return execute(http, url, ns, "calls", token, code, timeout=60)
+                return stream(http, url, ns, "calls", token, STREAMED.replace("{label}", "stream"))
 
-        return start
+        lines, recovered["stream"] = _kill_during(
+            e2e_node, sandbox_ip, streamed, lambda: rec.wait_for("stream"), "sigkill"
+        )
+        printed = "".join(line["text"] for line in lines if line["kind"] == "output")
+        assert printed.startswith("tick 0\ntick 1\ntick 2\n"), lines
+        assert lines[-1]["kind"] == "outcome", lines
+        outcome = lines[-1]["outcome"]["stdout"]
+        assert f"error {LOST}" in outcome and outcome.endswith("after\n"), lines
 
-    # A 25 s tool call; its replica deleted at once (a drain with no grace).
-    answer, recovered["tool"] = _kill_during(
-        e2e_node, sandbox_ip, run(SLOW_TOOL.replace("{label}", "tool")), lambda: rec.wait_for("tool"), "delete"
-    )
-    assert answer.status_code == 200, answer.text
-    assert f"error {LOST}" in answer.json()["stdout"], answer.json()
-    assert "it may have run and was not resent" in answer.json()["stdout"], answer.json()
-
-    # A model call; its replica SIGKILLed.
-    def model_called() -> None:
-        deadline = time.monotonic() + 60
-        while workspace.llm_requests(f"{SLOW} model") == 0:
-            assert time.monotonic() < deadline, "the model never got the call"
-            time.sleep(0.05)
-
-    answer, recovered["model"] = _kill_during(
-        e2e_node, sandbox_ip, run(SLOW_MODEL.replace("{label}", "model")), model_called, "sigkill"
-    )
-    assert answer.status_code == 200, answer.text
-    assert f"error {LOST}" in answer.json()["stdout"], answer.json()
-
-    # A streaming execution: its output so far arrives, then the rest and the outcome, through the caller's replica.
-    def streamed(url: str) -> list[dict[str, Any]]:
+        # Well past the runtime's 30 s of retrying: each call reached its upstream once.
+        wait_release_ready()
+        counts = {
+            "tool": rec.count("tool"),
+            "model": workspace.llm_requests(f"{SLOW} model"),
+            "stream": rec.count("stream"),
+        }
+        record_figures(
+            "gateway replica killed during a call",
+            calls=3, lost=0, doubled=sum(n - 1 for n in counts.values() if n > 1), mixed=0,
+            recover_seconds={k: round(v, 1) for k, v in recovered.items()},
+        )  # fmt: skip
+        assert counts == {"tool": 1, "model": 1, "stream": 1}, counts
+        assert wait_session(ns, "calls", "Ready"), "the session goes on"
         with httpx.Client() as http:
-            return stream(http, url, ns, "calls", token, STREAMED.replace("{label}", "stream"))
-
-    lines, recovered["stream"] = _kill_during(e2e_node, sandbox_ip, streamed, lambda: rec.wait_for("stream"), "sigkill")
-    printed = "".join(line["text"] for line in lines if line["kind"] == "output")
-    assert printed.startswith("tick 0\ntick 1\ntick 2\n"), lines
-    assert lines[-1]["kind"] == "outcome", lines
-    outcome = lines[-1]["outcome"]["stdout"]
-    assert f"error {LOST}" in outcome and outcome.endswith("after\n"), lines
-
-    # Well past the runtime's 30 s of retrying: each call reached its upstream once.
-    wait_release_ready()
-    counts = {
-        "tool": rec.count("tool"),
-        "model": workspace.llm_requests(f"{SLOW} model"),
-        "stream": rec.count("stream"),
-    }
-    record_figures(
-        "gateway replica killed during a call",
-        calls=3, lost=0, doubled=sum(n - 1 for n in counts.values() if n > 1), mixed=0,
-        recover_seconds={k: round(v, 1) for k, v in recovered.items()},
-    )  # fmt: skip
-    assert counts == {"tool": 1, "model": 1, "stream": 1}, counts
-    assert wait_session(ns, "calls", "Ready"), "the session goes on"
-    with httpx.Client() as http:
-        after = execute(http, sessions_url(serving_gateway(sandbox_ip)), ns, "calls", token, "print('still here')")
-    assert after.status_code == 200 and after.json()["stdout"] == "still here\n", after.text
+            after = execute(http, sessions_url(serving_gateway(sandbox_ip)), ns, "calls", token, "print('still here')")
+        assert after.status_code == 200 and after.json()["stdout"] == "still here\n", after.text

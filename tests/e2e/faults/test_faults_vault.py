@@ -19,13 +19,14 @@ import httpx
 import pytest
 from kubernetes import client
 
+from tests.e2e.faults.calls import ready_session
 from tests.e2e.faults.conftest import POOL, Workspace
 from tests.e2e.faults.disruptions import force_delete, lose_redis_disk
 from tests.e2e.faults.figures import record_figures
 from tests.e2e.faults.release_state import pods, sessions_url, wait_ready, wait_release_ready
 from tests.e2e.node import Node
 from tests.e2e.release import API_VERSION, GROUP, PLURAL, RELEASE_NAMESPACE, sent_messages, wait_task
-from tests.e2e.sessions import create_session, wait_session
+from tests.e2e.sessions import wait_session
 from tests.support.session_api import execute
 
 pytestmark = pytest.mark.e2e
@@ -89,52 +90,55 @@ def test_a_token_never_reaches_another_customer_when_redis_comes_back(e2e_node: 
         "spec": {"timeoutSeconds": 300, "mcpServers": ["crm", "rec"], "code": TASK_CODE},
     }  # fmt: skip
     custom.create_namespaced_custom_object(GROUP, API_VERSION, ns, PLURAL, task)
-    create_session(ns, "vault", POOL)
-    wait_session(ns, "vault", "Ready")
-    url = sessions_url(pods("gateway")[0])
-    with httpx.Client() as http:
-        first = execute(http, url, ns, "vault", token, READ_FIRST)
-    assert first.status_code == 200 and first.json()["stdout"] == "[EMAIL_1]\n", first.text
+    with ready_session(ns, "vault", POOL):
+        url = sessions_url(pods("gateway")[0])
+        with httpx.Client() as http:
+            first = execute(http, url, ns, "vault", token, READ_FIRST)
+        assert first.status_code == 200 and first.json()["stdout"] == "[EMAIL_1]\n", first.text
 
-    # The pod deleted: back from its append-only file.
-    kept, kept_seconds = _after(
-        lambda: force_delete(RELEASE_NAMESPACE, pods("redis")[0].metadata.name), url, ns, token, "kept"
-    )
-    kept_to = _sent(workspace, "kept")
-    kept_seen = json.loads(kept.json()["stdout"]) if kept.status_code == 200 else {}
-    # Its disk lost: back empty (the task read C001 before, and wakes after).
-    workspace.recorder.wait_for("vault-task-read", timeout=120)
-    lost, lost_seconds = _after(lambda: lose_redis_disk(e2e_node), url, ns, token, "lost")
-    assert workspace.recorder.count("vault-task-woke") == 0, "the task woke before Redis lost its disk: sleep longer"
-    lost_to = _sent(workspace, "lost")
-    task_status = wait_task(custom, "vault", ns, timeout=180)["status"]
-    task_to = _sent(workspace, "task")
-    record_figures(
-        "vault: Redis deleted under a session (kept: from its AOF; lost: its disk gone)",
-        lost=0, doubled=max(0, len(kept_to) - 1) + max(0, len(lost_to) - 1),
-        mixed=kept_to.count(C002) + lost_to.count(C002) + task_to.count(C002),
-        recover_seconds={"kept": round(kept_seconds, 1), "lost": round(lost_seconds, 1)},
-        vault_calls_until_back=kept_seen.get("attempts"), task=task_status.get("phase"),
-        answers={"kept": kept.text[:200], "lost": lost.text[:200]},
-    )  # fmt: skip
+        # The pod deleted: back from its append-only file.
+        kept, kept_seconds = _after(
+            lambda: force_delete(RELEASE_NAMESPACE, pods("redis")[0].metadata.name), url, ns, token, "kept"
+        )
+        kept_to = _sent(workspace, "kept")
+        kept_seen = json.loads(kept.json()["stdout"]) if kept.status_code == 200 else {}
+        # Its disk lost: back empty (the task read C001 before, and wakes after).
+        workspace.recorder.wait_for("vault-task-read", timeout=120)
+        lost, lost_seconds = _after(lambda: lose_redis_disk(e2e_node), url, ns, token, "lost")
+        assert workspace.recorder.count("vault-task-woke") == 0, (
+            "the task woke before Redis lost its disk: sleep longer"
+        )
+        lost_to = _sent(workspace, "lost")
+        task_status = wait_task(custom, "vault", ns, timeout=180)["status"]
+        task_to = _sent(workspace, "task")
+        record_figures(
+            "vault: Redis deleted under a session (kept: from its AOF; lost: its disk gone)",
+            lost=int(C001 not in kept_to), doubled=max(0, len(kept_to) - 1) + max(0, len(lost_to) - 1),
+            mixed=kept_to.count(C002) + lost_to.count(C002) + task_to.count(C002),
+            recover_seconds={"kept": round(kept_seconds, 1), "lost": round(lost_seconds, 1)},
+            vault_calls_until_back=kept_seen.get("attempts"), task=task_status.get("phase"),
+            answers={"kept": kept.text[:200], "lost": lost.text[:200]},
+        )  # fmt: skip
 
-    assert C002 not in kept_to + lost_to + task_to, (
-        f"a message meant for C001 went to C002: {kept_to} {lost_to} {task_to}"
-    )
-    assert kept.status_code == 200, kept.text
-    # C002's address a token of its own (C001's record holds a second address: [EMAIL_2]); C001's still C001's.
-    assert kept_seen["read"].startswith("[EMAIL_") and kept_seen["read"] != "[EMAIL_1]", kept_seen
-    assert kept_seen["sent"] == "[EMAIL_1]" and kept_to == [C001], (kept_seen, kept_to)
+        assert C002 not in kept_to + lost_to + task_to, (
+            f"a message meant for C001 went to C002: {kept_to} {lost_to} {task_to}"
+        )
+        assert kept.status_code == 200, kept.text
+        # C002's address a token of its own (C001's record holds a second address: [EMAIL_2]); C001's still C001's.
+        assert kept_seen["read"].startswith("[EMAIL_") and kept_seen["read"] != "[EMAIL_1]", kept_seen
+        assert kept_seen["sent"] == "[EMAIL_1]" and kept_to == [C001], (kept_seen, kept_to)
 
-    assert lost_to == [], "nothing is sent once the vault is lost"
-    # The code is told (or its caller, when the gateway ended the session first); the session ends with the reason.
-    if lost.status_code == 200:
-        seen = json.loads(lost.json()["stdout"])
-        assert seen["read"] == "vault_lost 409" and seen["sent"] == "vault_lost 409", seen
-    else:
-        assert lost.status_code == 410 and lost.json()["error"]["code"] == "session_ended", lost.text
-        assert "vault_lost" in lost.json()["error"]["message"], lost.text
-    assert task_to == [] and task_status["phase"] == "Failed", task_status
-    assert "vault_lost" in json.dumps(task_status), f"the task ended without saying its vault was lost: {task_status}"
-    ended = wait_session(ns, "vault", "Ended", timeout=60)
-    assert "vault_lost" in json.dumps(ended), f"the session ended without saying its vault was lost: {ended}"
+        assert lost_to == [], "nothing is sent once the vault is lost"
+        # The code is told (or its caller, when the gateway ended the session first); the session ends with the reason.
+        if lost.status_code == 200:
+            seen = json.loads(lost.json()["stdout"])
+            assert seen["read"] == "vault_lost 409" and seen["sent"] == "vault_lost 409", seen
+        else:
+            assert lost.status_code == 410 and lost.json()["error"]["code"] == "session_ended", lost.text
+            assert "vault_lost" in lost.json()["error"]["message"], lost.text
+        assert task_to == [] and task_status["phase"] == "Failed", task_status
+        assert "vault_lost" in json.dumps(task_status), (
+            f"the task ended without saying its vault was lost: {task_status}"
+        )
+        ended = wait_session(ns, "vault", "Ended", timeout=60)
+        assert "vault_lost" in json.dumps(ended), f"the session ended without saying its vault was lost: {ended}"
