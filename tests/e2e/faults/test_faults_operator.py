@@ -124,7 +124,8 @@ def test_the_operator_killed_during_a_burst_runs_every_task_once(e2e_node: Node,
     create_pool(ns, POOL, 3, TEMPLATE)
     wait_pool(ns, POOL, 3)
     names = [f"burst-{i:02d}" for i in range(TASKS)]
-    kills = sorted(random.Random(SEED).uniform(*KILL_WINDOW) for _ in range(KILLS))
+    rng = random.Random(SEED)
+    kills = sorted(rng.uniform(*KILL_WINDOW) for _ in range(KILLS))
     recovered: list[float] = []
     started = time.monotonic()
     with ThreadPoolExecutor(1) as killer:
@@ -150,13 +151,14 @@ def test_the_operator_killed_during_a_burst_runs_every_task_once(e2e_node: Node,
         mixed=len(mixed), ended_twice=sum(ends[n] > 1 for n in names), leftovers=len(wrong), launches=dict(launches),
         burst_seconds=round(burst_seconds, 1), recover_seconds=[round(r, 1) for r in recovered],
     )  # fmt: skip
-    assert all(p == "Succeeded" for p in phases.values()), {
-        n: tasks[n].get("status") for n in names if phases[n] != "Succeeded"
+    problems = {
+        "not succeeded": {n: tasks[n].get("status") for n in names if phases[n] != "Succeeded"},
+        "code ran other than once": {n: ran[n] for n in names if ran[n] != 1},
+        "another task's result": {n: results[n] for n in mixed},
+        "said to have finished more than once": {n: ends[n] for n in names if ends[n] > 1},
+        "left behind": wrong,
     }
-    assert all(ran[n] == 1 for n in names), {n: ran[n] for n in names if ran[n] != 1}
-    assert not mixed, {n: results[n] for n in mixed}
-    assert all(ends[n] <= 1 for n in names), {n: ends[n] for n in names if ends[n] > 1}
-    assert not wrong, wrong
+    assert not any(problems.values()), {what: found for what, found in problems.items() if found}
 
     # Gone with their tasks: every Job, pod and claimed sandbox of the burst.
     for name in names:
