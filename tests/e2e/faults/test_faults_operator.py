@@ -5,6 +5,7 @@ that no task's claim names; no Job is left that its task does not name; nothing 
 
 from __future__ import annotations
 
+import json
 import random
 import time
 from collections import Counter
@@ -158,7 +159,8 @@ def test_the_operator_killed_during_a_burst_runs_every_task_once(e2e_node: Node,
         "said to have finished more than once": {n: ends[n] for n in names if ends[n] > 1},
         "left behind": wrong,
     }
-    assert not any(problems.values()), {what: found for what, found in problems.items() if found}
+    broken = {what: found for what, found in problems.items() if found}
+    assert not broken, json.dumps(broken, indent=1)
 
     # Gone with their tasks: every Job, pod and claimed sandbox of the burst.
     for name in names:
