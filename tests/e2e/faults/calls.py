@@ -14,7 +14,7 @@ import httpx
 from kubernetes import client
 
 from mcpexec.api.meta import AGENTSESSION_PLURAL
-from tests.e2e.faults.release_state import pods, sessions_url
+from tests.e2e.faults.release_state import is_ready, pods, sessions_url
 from tests.e2e.release import API_VERSION, GROUP
 from tests.e2e.sessions import create_session, wait_session
 
@@ -74,23 +74,30 @@ def _state(answer: httpx.Response) -> str | None:
 
 
 def resolve(
-    first: httpx.Response, namespace: str, name: str, token: str, execution_id: str, timeout: float = 240
+    first: httpx.Response | None, namespace: str, name: str, token: str, execution_id: str, timeout: float = 240
 ) -> Resolved:
-    """From the execute API's answer on: an outcome is final; any other answer must say the execution's state, and
-    one that is not final is followed by the execution's id (GET .../executions/{id}, any replica) until it is."""
-    answers = [f"{first.status_code} {first.text[:300]}"]
-    if first.status_code == 200:
-        return Resolved("finished", first.json(), answers)
-    state = _state(first)
+    """From the execute API's answer on (None: its connection broke, the replica died): an outcome is final; any
+    other answer must say the execution's state, and one that is not final is followed by the execution's id
+    (GET .../executions/{id}, any replica) until it is."""
+    state: str | None
+    if first is None:
+        answers, state = ["no answer: the connection broke"], "unknown"
+    elif first.status_code == 200:
+        return Resolved("finished", first.json(), [f"200 {first.text[:300]}"])
+    else:
+        answers, state = [f"{first.status_code} {first.text[:300]}"], _state(first)
     assert state is not None, f"the caller was told neither an outcome nor the execution's state: {answers}"
     deadline = time.monotonic() + timeout
     while state not in FINAL_STATES:
         assert time.monotonic() < deadline, f"execution {execution_id} never ended: {answers}"
         time.sleep(1)
+        replica = next((p for p in pods("gateway") if is_ready(p)), None)
+        if replica is None:
+            continue
         try:
             with httpx.Client() as http:
                 answer = http.get(
-                    f"{sessions_url(pods('gateway')[0])}/v1/sessions/{namespace}/{name}/executions/{execution_id}",
+                    f"{sessions_url(replica)}/v1/sessions/{namespace}/{name}/executions/{execution_id}",
                     headers={"Authorization": f"Bearer {token}"},
                     timeout=30,
                 )

@@ -7,6 +7,7 @@ replica, gets the outcome once; the replica comes back."""
 from __future__ import annotations
 
 import time
+import uuid
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
@@ -14,7 +15,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.e2e.faults.calls import ready_session
+from tests.e2e.faults.calls import execute_as, ready_session, resolve
 from tests.e2e.faults.conftest import POOL, SLOW, SLOW_SECONDS, Workspace
 from tests.e2e.faults.disruptions import force_delete, sigkill
 from tests.e2e.faults.figures import record_figures
@@ -43,6 +44,7 @@ SLOW_TOOL = (
     + REPORTED
 )
 SLOW_MODEL = f'try:\n    print("answered", ask_llm("{SLOW} {{label}}"))' + REPORTED
+RUNS_ON = "call_tool('rec/record', {'label': 'caller'})\nimport time\ntime.sleep(5)\nprint('done')"
 STREAMED = (
     'import time\nfor i in range(3):\n    print("tick", i, flush=True)\n    time.sleep(0.3)\n'
     + SLOW_TOOL
@@ -137,3 +139,32 @@ def test_a_gateway_killed_under_a_call_never_runs_it_twice(e2e_node: Node, works
         with httpx.Client() as http:
             after = execute(http, sessions_url(serving_gateway(sandbox_ip)), ns, "calls", token, "print('still here')")
         assert after.status_code == 200 and after.json()["stdout"] == "still here\n", after.text
+
+
+def test_a_caller_whose_replica_dies_re_attaches_by_the_execution_id(e2e_node: Node, workspace: Workspace) -> None:
+    """The replica a caller waits on is SIGKILLed while the session (on the other replica) runs its code: the code
+    runs on, once, and the caller gets its outcome through the other replica by the execution's id."""
+    ns, token, rec = workspace.namespace, workspace.token, workspace.recorder
+    with ready_session(ns, "caller", POOL) as sandbox, ThreadPoolExecutor(1) as caller:
+        wait_ready("gateway", 2)
+        waited_on = other_gateway(serving_gateway(str(sandbox.status.pod_ip)))
+        execution = uuid.uuid4().hex
+        answer = caller.submit(execute_as, sessions_url(waited_on), ns, "caller", token, RUNS_ON, execution)
+        rec.wait_for("caller")
+        killed_at = time.monotonic()
+        restarts = sigkill(e2e_node, RELEASE_NAMESPACE, waited_on.metadata.name)
+        try:
+            first: httpx.Response | None = answer.result(timeout=120)
+        except httpx.TransportError:
+            first = None
+        resolved = resolve(first, ns, "caller", token, execution)
+        reattached = time.monotonic() - killed_at
+        wait_restarted("gateway", waited_on.metadata.name, restarts)
+    record_figures(
+        "the caller's gateway replica killed during an execution",
+        lost=int(resolved.state != "finished"), doubled=int(rec.count("caller") > 1), mixed=0,
+        outcome_seconds=round(reattached, 1), answers=resolved.answers[:3],
+    )  # fmt: skip
+    assert resolved.state == "finished" and resolved.outcome is not None, resolved
+    assert resolved.outcome["stdout"] == "done\n", resolved
+    assert rec.count("caller") == 1
