@@ -67,4 +67,8 @@ def recorder(directory: Path) -> Iterator[Recorder]:
             yield Recorder(f"http://{host}:{port}/mcp", record)
         finally:
             server.terminate()
-            server.wait(timeout=10)
+            try:
+                server.wait(timeout=5)
+            except subprocess.TimeoutExpired:  # uvicorn waits for the gateways' open streams to close
+                server.kill()
+                server.wait()
