@@ -3,7 +3,8 @@
 The claim is one patch conditioned on the pod's resourceVersion, so two tasks racing for the same pod cannot both
 have it: the loser's patch fails and it tries the next pod. The gateway serves the pod as the task only once the
 task's status names it (written after this patch, by the operator alone), so a pod claimed by a patch whose task
-status was never written serves nothing; the next reconcile of that task finds it by its labels and completes it.
+status was never written serves nothing; the next reconcile of that task finds it by its labels and completes it,
+or, when the task launched otherwise meanwhile, the sweep deletes it (controller/leftovers.py).
 """
 
 from __future__ import annotations
@@ -42,33 +43,48 @@ def claim_patch(pod: Pod, task: manifests.Claimant, timeout_seconds: int) -> dic
     }
 
 
-def claimed_by(cluster: Cluster, pool: dict[str, Any], task: manifests.Claimant) -> Pod | None:
+def claimed_for(cluster: Cluster, claimant: manifests.Claimant) -> list[Pod]:
+    """Every pod labelled as claimed for the claimant's name, in any phase (owners and trust are the caller's to
+    check: controller/leftovers.py)."""
+    labels = {**claimant.children()[1], SANDBOX_STATE_LABEL: CLAIMED}
+    return cluster.pods(claimant.namespace, ",".join(f"{key}={value}" for key, value in labels.items()))
+
+
+def claimed_by(cluster: Cluster, pool: dict[str, Any], claimant: manifests.Claimant) -> Pod | None:
     """The pod an earlier reconcile of this claimant claimed (if that reconcile stopped before writing the status)."""
     trusted = made(pool)
-    selector = ",".join(f"{key}={value}" for key, value in {**task.children()[1], SANDBOX_STATE_LABEL: CLAIMED}.items())
-    for pod in cluster.pods(task.namespace, selector):
+    for pod in claimed_for(cluster, claimant):
         owners = {ref.get("uid") for ref in pod["metadata"].get("ownerReferences") or []}
-        if task.uid in owners and pod["metadata"]["uid"] in trusted:
+        if claimant.uid in owners and pod["metadata"]["uid"] in trusted:
             return pod
     return None
 
 
-def claim(
-    cluster: Cluster, pool: dict[str, Any], template_hash: str, task: manifests.Claimant, timeout_seconds: int
-) -> Pod | None:
-    """Claim the oldest ready idle sandbox the pool made from its current template; None when there is none."""
+def candidates(cluster: Cluster, pool: dict[str, Any], template_hash: str) -> list[Pod]:
+    """The pool's ready idle sandboxes made from its current template, oldest first: what a claim may take."""
     trusted = made(pool)
-    candidates = [
+    found = [
         pod
-        for pod in cluster.pods(task.namespace, idle_selector(pool["metadata"]["name"]))
+        for pod in cluster.pods(pool["metadata"]["namespace"], idle_selector(pool["metadata"]["name"]))
         if ready(pod)
         and pod["metadata"]["uid"] in trusted
         and not pod["metadata"].get("deletionTimestamp")
         and (pod["metadata"].get("labels") or {}).get(TEMPLATE_HASH_LABEL) == template_hash
     ]
-    candidates.sort(key=lambda p: (p["metadata"].get("creationTimestamp") or "", p["metadata"]["name"]))
-    for pod in candidates:
-        claimed = cluster.patch_pod_if_unchanged(pod, claim_patch(pod, task, timeout_seconds))
+    return sorted(found, key=lambda p: (p["metadata"].get("creationTimestamp") or "", p["metadata"]["name"]))
+
+
+def claim_first(cluster: Cluster, pods: list[Pod], claimant: manifests.Claimant, timeout_seconds: int) -> Pod | None:
+    """Claim the first of `pods` (candidates) no one else claimed meanwhile; None when all were taken."""
+    for pod in pods:
+        claimed = cluster.patch_pod_if_unchanged(pod, claim_patch(pod, claimant, timeout_seconds))
         if claimed is not None:
             return claimed
     return None
+
+
+def claim(
+    cluster: Cluster, pool: dict[str, Any], template_hash: str, claimant: manifests.Claimant, timeout_seconds: int
+) -> Pod | None:
+    """Claim the oldest ready idle sandbox the pool made from its current template; None when there is none."""
+    return claim_first(cluster, candidates(cluster, pool, template_hash), claimant, timeout_seconds)

@@ -10,12 +10,13 @@ import asyncio
 import logging
 import secrets
 import threading
+from collections.abc import Callable
 from typing import Any
 
 import kopf
 from prometheus_client import start_http_server
 
-from controller import pools, sessions, tasks
+from controller import pools, runs, sessions, tasks
 from controller.diffbase import DigestedDiffBaseStorage
 from controller.kube import Cluster, api_client
 from controller.metrics import POOL_SANDBOXES, TASK_PHASES
@@ -52,7 +53,8 @@ def configure(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) -> Non
     settings.posting.level = logging.WARNING
     settings.execution.max_workers = HANDLER_THREADS
     memo.settings = OperatorSettings()
-    memo.cluster = Cluster(api_client(pool_size=HANDLER_THREADS + 4))
+    elector = memo.get("elector")  # set by controller/__main__.py when replicas elect a leader
+    memo.cluster = Cluster(api_client(HANDLER_THREADS + 4, before_call=elector.check if elector else None))
     memo.pool_locks = {}
     for wanted in memo.settings.generated_secrets:
         value = secrets.token_urlsafe(wanted.bytes)
@@ -77,8 +79,10 @@ def reconcile(body: kopf.Body, memo: kopf.Memo, **_: Any) -> None:
 
 
 @kopf.on.event("batch", "v1", "jobs", labels=CHILD_LABELS)
-def job_changed(body: kopf.Body, namespace: str | None, memo: kopf.Memo, **_: Any) -> None:
-    tasks.sync(memo.cluster, body["metadata"]["namespace"], body["metadata"]["labels"][TASK_LABEL])
+def job_changed(type: str | None, body: kopf.Body, memo: kopf.Memo, **_: Any) -> None:
+    """A Job's state as the event brings it (one read less); a deleted Job is looked for again."""
+    job = None if type == "DELETED" else dict(body)
+    tasks.sync(memo.cluster, body["metadata"]["namespace"], body["metadata"]["labels"][TASK_LABEL], job)
 
 
 @kopf.on.event("", "v1", "pods", labels=CHILD_LABELS)
@@ -98,18 +102,20 @@ def _sweep_pools(memo: kopf.Memo) -> None:
         _reconcile_pool(memo, pool["metadata"]["namespace"], pool["metadata"]["name"])
 
 
-async def _sweeper(memo: kopf.Memo, interval: float) -> None:
+async def _sweeper(interval: float, *sweeps: Callable[[], object]) -> None:
     while True:
         await asyncio.sleep(interval)
-        for sweep in (
-            lambda: tasks.sweep(memo.cluster),
-            lambda: _sweep_pools(memo),
-            lambda: sessions.sweep(memo.cluster),
-        ):
+        for sweep in sweeps:
             try:
                 await asyncio.to_thread(sweep)
             except Exception:  # the next sweep tries again; one bad round (or kind) must not stop the others
                 logger.exception("sweep failed")
+
+
+def _sweep_records(memo: kopf.Memo) -> None:
+    deleted = runs.sweep(memo.cluster, memo.settings.run_record_retention_days)
+    if deleted:
+        logger.info("deleted %d run records past their retention", deleted)
 
 
 def _reconcile_pool(memo: kopf.Memo, namespace: str, name: str) -> None:
@@ -166,11 +172,31 @@ def session_pod_changed(body: kopf.Body, memo: kopf.Memo, **_: Any) -> None:
 
 
 @kopf.on.startup()
-async def start_sweeper(memo: kopf.Memo, **_: Any) -> None:
-    """An operator-level loop rather than a kopf timer: timers put finalizers on every task."""
-    memo.sweeper = asyncio.create_task(_sweeper(memo, memo.settings.sweep_interval_seconds))
+def migrate_ledgers(memo: kopf.Memo, **_: Any) -> None:
+    """Before any task is reconciled: the legacy namespace-wide ledgers become run records (retried until done)."""
+    made = runs.migrate(memo.cluster)
+    if made:
+        logger.info("made %d run records from legacy ledgers", made)
+
+
+@kopf.on.startup()
+async def start_sweepers(memo: kopf.Memo, **_: Any) -> None:
+    """Operator-level loops rather than kopf timers: timers put finalizers on every task."""
+    settings: OperatorSettings = memo.settings
+    memo.sweepers = [
+        asyncio.create_task(
+            _sweeper(
+                settings.sweep_interval_seconds,
+                lambda: tasks.sweep(memo.cluster),
+                lambda: _sweep_pools(memo),
+                lambda: sessions.sweep(memo.cluster),
+            )
+        ),
+        asyncio.create_task(_sweeper(settings.run_record_sweep_interval_seconds, lambda: _sweep_records(memo))),
+    ]
 
 
 @kopf.on.cleanup()
-async def stop_sweeper(memo: kopf.Memo, **_: Any) -> None:
-    memo.sweeper.cancel()
+async def stop_sweepers(memo: kopf.Memo, **_: Any) -> None:
+    for sweeper in memo.sweepers:
+        sweeper.cancel()

@@ -1,13 +1,13 @@
 """The operator's API calls: idempotent creates, reads, and conflict-safe writes (one read-modify-write loop, for
-a task's status and for the namespace's ledger). What a write means (Events, metrics, the ledger's outcome) is the
-reconcilers' (controller/tasks.py), never this wrapper's."""
+a task's status; run records are created, or written guarded by what was read, never read-modified-written). What a
+write means (Events, metrics, a run's outcome) is the reconcilers' (controller/tasks.py), never this wrapper's."""
 
 from __future__ import annotations
 
 import logging
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, TypeVar, cast
@@ -16,7 +16,6 @@ import kopf
 from kubernetes import client, config
 from kubernetes.client.exceptions import ApiException
 
-from controller import ledger
 from controller.manifests import Manifest
 from controller.naming import child_name
 from mcpexec.api.conditions import generation
@@ -28,12 +27,13 @@ log = logging.getLogger(__name__)
 _CONFLICT_RETRIES = 5
 T = TypeVar("T")
 RUNTIME_CLASS_CACHE_SECONDS = 10.0
+LIST_PAGE = 500
 
 
 @dataclass(frozen=True)
 class StatusUpdate:
-    """A task status read-modify-write that went through: the task as read, its status then, and its status now
-    (the same when there was nothing to change, `written` False)."""
+    """A task status read-modify-write that went through: the task (as written, or as read when there was nothing to
+    change, `written` False), its status before, and its status now."""
 
     task: dict[str, Any]
     before: AgentTaskStatus
@@ -41,7 +41,20 @@ class StatusUpdate:
     written: bool
 
 
-def api_client(pool_size: int) -> client.ApiClient:
+class _Fenced(client.ApiClient):
+    """An API client that calls `before` ahead of every request (controller/leader.py: Elector.check, which ends a
+    replica that may no longer lead before it writes anything)."""
+
+    def __init__(self, configuration: client.Configuration, before: Callable[[], None]) -> None:
+        super().__init__(configuration)
+        self._before = before
+
+    def call_api(self, *args: Any, **kwargs: Any) -> Any:
+        self._before()
+        return super().call_api(*args, **kwargs)
+
+
+def api_client(pool_size: int, before_call: Callable[[], None] | None = None) -> client.ApiClient:
     """In-cluster credentials when running in a pod, the kubeconfig ($KUBECONFIG, read now) otherwise.
 
     The connection pool matches the handler threads, so no thread pays a fresh TLS handshake per call.
@@ -52,7 +65,7 @@ def api_client(pool_size: int) -> client.ApiClient:
     except config.ConfigException:
         config.load_kube_config(config_file=os.environ.get("KUBECONFIG"), client_configuration=configuration)
     configuration.connection_pool_maxsize = pool_size
-    return client.ApiClient(configuration)
+    return client.ApiClient(configuration) if before_call is None else _Fenced(configuration, before_call)
 
 
 class Cluster:
@@ -162,15 +175,13 @@ class Cluster:
     def list_tasks(self) -> list[dict[str, Any]]:
         return self._list_ours(AGENTTASK_PLURAL)
 
-    def job_and_pods(self, namespace: str, job_name: str) -> tuple[dict[str, Any] | None, list[dict[str, Any]]]:
+    def read_job(self, namespace: str, name: str) -> dict[str, Any] | None:
         try:
-            job = self.to_dict(self.batch.read_namespaced_job(job_name, namespace))
+            return self.to_dict(self.batch.read_namespaced_job(name, namespace))
         except ApiException as exc:
             if exc.status == 404:
-                return None, []
+                return None
             raise
-        pods = self.core.list_namespaced_pod(namespace, label_selector=f"job-name={job_name}")
-        return job, [self.to_dict(p) for p in pods.items]
 
     def _until_no_conflict(self, what: str, attempt: Callable[[], T]) -> T:
         """Run a read-modify-write (its write guarded by the resourceVersion it read) again while the write is refused
@@ -184,13 +195,19 @@ class Cluster:
         raise kopf.TemporaryError(f"{what} kept changing under us", delay=1)
 
     def update_task_status(
-        self, namespace: str, name: str, change: Callable[[AgentTaskStatus, int], AgentTaskStatus]
+        self,
+        namespace: str,
+        name: str,
+        change: Callable[[AgentTaskStatus, int], AgentTaskStatus],
+        known: dict[str, Any] | None = None,
     ) -> StatusUpdate | None:
         """Write `change(status, generation)` (controller/status.py: merge) to the task's status subresource, unless it
-        is the status as it is; None when the task is gone."""
+        is the status as it is; None when the task is gone. `known`: the task as the caller just read it, tried first
+        (no read of its own: a conflict, when it changed since, reads it again)."""
+        first = [known] if known is not None else []
 
         def attempt() -> StatusUpdate | None:
-            task = self.read_task(namespace, name)
+            task = first.pop() if first else self.read_task(namespace, name)
             if task is None:
                 return None
             current = AgentTaskStatus.of(task)
@@ -199,52 +216,83 @@ class Cluster:
                 return StatusUpdate(task, current, current, written=False)
             body = {"metadata": {"resourceVersion": task["metadata"]["resourceVersion"]}, "status": new.wire()}
             try:
-                self.custom.patch_namespaced_custom_object_status(
+                written = self.custom.patch_namespaced_custom_object_status(
                     GROUP, VERSION, namespace, AGENTTASK_PLURAL, name, body
                 )
             except ApiException as exc:
                 if exc.status == 404:
                     return None
                 raise
-            return StatusUpdate(task, current, new, written=True)
+            return StatusUpdate(cast(dict[str, Any], written), current, new, written=True)
 
         return self._until_no_conflict(f"status of {namespace}/{name}", attempt)
 
-    def _read_ledger_map(self, namespace: str) -> dict[str, Any] | None:
+    def create_record(self, manifest: Manifest) -> tuple[dict[str, Any], bool]:
+        """Create a name's run record (controller/ledger.py), or read the one that exists: (the record, created)."""
+        meta = manifest["metadata"]
+        create: Callable[..., Any] = self.core.create_namespaced_config_map  # takes the plain manifest
         try:
-            return self.to_dict(self.core.read_namespaced_config_map(ledger.LEDGER_NAME, namespace))
+            return self.to_dict(create(meta["namespace"], manifest)), True
+        except ApiException as exc:
+            if exc.status != 409:
+                raise
+        found = self.read_record(meta["namespace"], meta["name"])
+        if found is None:  # deleted in between (the retention sweep, a person): decide again
+            raise kopf.TemporaryError(f"run record {meta['name']} went while it was read", delay=0.1)
+        return found, False
+
+    def read_record(self, namespace: str, name: str) -> dict[str, Any] | None:
+        try:
+            return self.to_dict(self.core.read_namespaced_config_map(name, namespace))
         except ApiException as exc:
             if exc.status == 404:
                 return None
             raise
 
-    def read_ledger(self, namespace: str) -> ledger.Entries:
-        return ledger.parse((self._read_ledger_map(namespace) or {}).get("data"))
+    def replace_record(self, manifest: Manifest, resource_version: str) -> dict[str, Any]:
+        """Replace a run record as it was read (a run-again): a record changed since is a conflict to decide again."""
+        meta = manifest["metadata"]
+        body = {**manifest, "metadata": {**meta, "resourceVersion": resource_version}}
+        replace: Callable[..., Any] = self.core.replace_namespaced_config_map
+        try:
+            return self.to_dict(replace(meta["name"], meta["namespace"], body))
+        except ApiException as exc:
+            if exc.status not in (404, 409):
+                raise
+        raise kopf.TemporaryError(f"run record {meta['name']} changed while it was replaced", delay=0.1)
 
-    def update_ledger(self, namespace: str, change: Callable[[ledger.Entries], ledger.Entries]) -> None:
-        """Read-modify-write of the namespace's ledger ConfigMap (created on first use, owned by nobody: it outlives
-        every task): concurrent reconciles in one namespace lose no entry."""
+    def patch_record(self, namespace: str, name: str, patch: list[dict[str, str]]) -> bool:
+        """A JSON patch of a run record; False when its test failed (the record is another run's) or it is gone."""
+        try:
+            self.core.patch_namespaced_config_map(name, namespace, patch, _content_type="application/json-patch+json")
+        except ApiException as exc:
+            if exc.status in (404, 409, 422):
+                return False
+            raise
+        return True
 
-        def attempt() -> None:
-            found = self._read_ledger_map(namespace)
-            entries = ledger.parse((found or {}).get("data"))
-            changed = change(entries)
-            if changed == entries and found is not None:
+    def delete_config_map(self, namespace: str, name: str, resource_version: str) -> bool:
+        """Delete a ConfigMap as it was read (a run record, the legacy ledger); False when it changed or went."""
+        options = client.V1DeleteOptions(preconditions=client.V1Preconditions(resource_version=resource_version))
+        try:
+            self.core.delete_namespaced_config_map(name, namespace, body=options)
+        except ApiException as exc:
+            if exc.status in (404, 409):
+                return False
+            raise
+        return True
+
+    def config_maps(self, selector: str = "", field_selector: str = "") -> Iterator[dict[str, Any]]:
+        """ConfigMaps in every namespace, a page at a time (the retention sweep may list tens of thousands)."""
+        token: str | None = None
+        while True:
+            page = self.core.list_config_map_for_all_namespaces(
+                label_selector=selector or None, field_selector=field_selector or None, limit=LIST_PAGE, _continue=token
+            )
+            yield from (self.to_dict(item) for item in page.items)
+            token = page.metadata._continue if page.metadata else None
+            if not token:
                 return
-            metadata: dict[str, Any] = {"name": ledger.LEDGER_NAME, "namespace": namespace, "labels": MANAGED_LABELS}
-            if found is not None:
-                metadata["resourceVersion"] = found["metadata"]["resourceVersion"]
-            body: Manifest = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": metadata}
-            body["data"] = ledger.serialize(changed)
-            # Both take the plain manifest, as ensure() does.
-            create: Callable[..., Any] = self.core.create_namespaced_config_map
-            replace: Callable[..., Any] = self.core.replace_namespaced_config_map
-            if found is None:
-                create(namespace, body)
-            else:
-                replace(ledger.LEDGER_NAME, namespace, body)
-
-        self._until_no_conflict(f"the task ledger of {namespace}", attempt)
 
     def record_event(self, obj: dict[str, Any], reason: str, message: str, warning: bool = False) -> None:
         """A Kubernetes Event about one of our resources (an AgentTask, a SandboxPool), for `kubectl describe`."""
@@ -294,6 +342,11 @@ class Cluster:
 
     def pods(self, namespace: str, selector: str) -> list[dict[str, Any]]:
         return [self.to_dict(p) for p in self.core.list_namespaced_pod(namespace, label_selector=selector).items]
+
+    def all_pods(self, selector: str, field_selector: str) -> list[dict[str, Any]]:
+        """Pods in every namespace."""
+        listed = self.core.list_pod_for_all_namespaces(label_selector=selector, field_selector=field_selector)
+        return [self.to_dict(p) for p in listed.items]
 
     def read_pod(self, namespace: str, name: str) -> dict[str, Any] | None:
         try:

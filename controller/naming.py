@@ -10,6 +10,7 @@ from mcpexec.api.meta import (
     IDLE,
     MANAGED_LABELS,
     POOL_LABEL,
+    RUN_RECORD_LABEL,
     SANDBOX_STATE_LABEL,
     SESSION_LABEL,
     TASK_LABEL,
@@ -24,6 +25,18 @@ def child_name(task_name: str) -> str:
 
 def task_labels(task_name: str) -> dict[str, str]:
     return {**MANAGED_LABELS, "app.kubernetes.io/name": "mcpexec-task", TASK_LABEL: task_name}
+
+
+def run_record_name(task_name: str) -> str:
+    """The ConfigMap recording the last run of a task name (controller/ledger.py). The dot keeps it apart from every
+    child's name (`mcpexec-<DNS label>`), and a task name (at most 48 characters) keeps it short."""
+    return f"mcpexec-run.{task_name}"
+
+
+def run_record_labels(task_name: str) -> dict[str, str]:
+    """A run record's labels: the retention sweep lists records by them. Not TASK_LABEL, which marks a task's
+    children (gone with the task, or past its TTL): the record outlives them."""
+    return {**MANAGED_LABELS, "app.kubernetes.io/name": "mcpexec-run-record", RUN_RECORD_LABEL: task_name}
 
 
 def pool_child_name(pool_name: str) -> str:

@@ -61,4 +61,12 @@ class OperatorSettings(BaseSettings):
     # Every task's /workspace (an emptyDir): the kubelet evicts a pod that writes more, and the task fails saying so.
     workspace_size: Annotated[str, StringConstraints(pattern=QUANTITY)] = DEFAULT_WORKSPACE_SIZE
     sweep_interval_seconds: float = Field(default=10, gt=0)
+    # How long a task name's run record is kept (controller/ledger.py): within it a re-created task of that name is
+    # not run again; past it the name may run again. 0 keeps records for ever.
+    run_record_retention_days: int = Field(default=30, ge=0)
+    run_record_sweep_interval_seconds: float = Field(default=3600, gt=0)
+    # Several replicas elect one active operator on a Lease (controller/leader.py) in this namespace (default: the
+    # release's, gateway_namespace); one replica runs without.
+    leader_election: bool = False
+    leader_election_namespace: str = ""
     generated_secrets: list[GeneratedSecret] = Field(default_factory=list)

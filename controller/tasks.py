@@ -1,8 +1,12 @@
 """AgentTask reconcile: a task -> its objects (a Job of its own, or a claimed pool sandbox), Job and pod state -> its
-status, and the periodic sweep; what a phase change means (an Event, metrics, the ledger's outcome) in one place.
+status, and the periodic sweep; what a phase change means (an Event, metrics, the run's outcome in its name's
+record) in one place.
 
-Reconciles are idempotent (deterministic names, create-or-find), so an operator killed at any point and started
-again finishes the work without duplicates.
+Reconciles are idempotent and restart-safe: the launch decision (the name's run record, controller/runs.py) is taken
+before anything is launched, objects have deterministic names and are created or found, a task that took its name
+already adopts what an earlier reconcile launched (controller/leftovers.py), and a task whose status names its Job or
+sandbox is never launched again. An operator killed at any point and started again finishes the work without running
+a task twice.
 """
 
 from __future__ import annotations
@@ -15,7 +19,7 @@ import kopf
 from kubernetes.client.exceptions import ApiException
 from pydantic import ValidationError
 
-from controller import claims, ledger, manifests
+from controller import claims, ledger, leftovers, manifests, runs
 from controller.kube import Cluster, StatusUpdate
 from controller.metrics import (
     POOL_EVENTS,
@@ -27,11 +31,12 @@ from controller.metrics import (
     observe_start,
 )
 from controller.naming import child_name
+from controller.pools import made
 from controller.settings import OperatorSettings
 from controller.status import merge, observe, observe_sandbox
 from mcpexec.api.agenttask import AgentTaskSpec, Phase
 from mcpexec.api.conditions import ConditionType, condition, find
-from mcpexec.api.meta import validation_message
+from mcpexec.api.meta import CLAIMED, SANDBOX_STATE_LABEL, TASK_LABEL, validation_message
 from mcpexec.api.reasons import EventReason, Reason
 from mcpexec.api.sandboxpool import Claim, LaunchType, SandboxPool, WhenEmpty, pooled_spec, template_hash, widening
 from mcpexec.api.status import AgentTaskStatus
@@ -40,14 +45,19 @@ from mcpexec.api.timestamps import now, parse_time
 PREREQUISITE_RETRY_SECONDS = 5
 # A task waiting for a pool's idle sandbox (whenEmpty: Wait) looks again this often.
 POOL_WAIT_RETRY_SECONDS = 1
+# Pool sandboxes claimed by a task (a session's carry SESSION_LABEL instead), not yet finished.
+CLAIMED_TASK_PODS = f"{SANDBOX_STATE_LABEL}={CLAIMED},{TASK_LABEL}"
+ALIVE = "status.phase!=Succeeded,status.phase!=Failed"
 log = logging.getLogger(__name__)
 
 
-def write_status(cluster: Cluster, namespace: str, name: str, observed: AgentTaskStatus) -> AgentTaskStatus | None:
+def write_status(
+    cluster: Cluster, namespace: str, name: str, observed: AgentTaskStatus, known: dict[str, Any] | None = None
+) -> AgentTaskStatus | None:
     """Merge what was observed into the task's status (controller/status.py: merge), then say what its phase change
-    means. None when the task is gone."""
+    means. None when the task is gone. `known`: the task as just read (controller/kube.py: update_task_status)."""
     update = cluster.update_task_status(
-        namespace, name, lambda current, generation: merge(current, observed, generation)
+        namespace, name, lambda current, generation: merge(current, observed, generation), known
     )
     if update is None:
         return None
@@ -72,16 +82,15 @@ def _record_phase(cluster: Cluster, update: StatusUpdate) -> None:
 
 
 def _record_outcome(cluster: Cluster, update: StatusUpdate) -> None:
-    """The finished run's outcome into the namespace's ledger (controller/ledger.py)."""
-    meta, status = update.task["metadata"], update.after
-    finished = find(status.conditions or [], ConditionType.FINISHED)
-    reason = finished.reason if finished else ""
-    phase = status.phase or Phase.PENDING
+    """A launched run's outcome into its name's record (controller/runs.py); a task finished without launching
+    (refused, or its name ran) has no record of its own."""
+    if not leftovers.launched(update.after):
+        return
+    finished = find(update.after.conditions or [], ConditionType.FINISHED)
     try:
-        cluster.update_ledger(
-            meta["namespace"], lambda entries: ledger.finished(entries, meta["name"], meta["uid"], phase, reason)
-        )
-    except ApiException as exc:  # the entry written at the start already keeps the name from running again
+        runs.finish(cluster, update.task, update.after.phase or Phase.FAILED, finished.reason if finished else "")
+    except ApiException as exc:  # the record taken at the start already keeps the name from running again
+        meta = update.task["metadata"]
         log.warning("could not record the outcome of %s/%s: %s", meta["namespace"], meta["name"], exc.status)
 
 
@@ -106,6 +115,26 @@ def _refuse(
         raise kopf.TemporaryError(message, delay=retry_seconds)
 
 
+def _cannot_run(
+    cluster: Cluster,
+    document: dict[str, Any],
+    spec: AgentTaskSpec,
+    reason: Reason,
+    message: str,
+    final: bool = False,
+    outcome: str = "refused",
+) -> None:
+    """A refusal (waited for until the task's deadline, unless `final`), unless the name already ran: a task that is
+    not run is told that first, as it would be with everything it needs there."""
+    meta = document["metadata"]
+    looked = runs.look(cluster, document)
+    if isinstance(looked, ledger.Refusal):
+        _ran_before(cluster, document, looked)
+        return
+    RECONCILES.labels(outcome=outcome).inc()
+    _refuse(cluster, meta["namespace"], meta["name"], reason, message, final or _past_deadline(document, spec))
+
+
 def _past_deadline(document: dict[str, Any], spec: AgentTaskSpec) -> bool:
     created = parse_time(document["metadata"]["creationTimestamp"])
     return datetime.now(UTC) > created + timedelta(seconds=spec.timeout_seconds)
@@ -126,10 +155,13 @@ def _missing_prerequisite(cluster: Cluster, namespace: str, spec: AgentTaskSpec)
 
 def reconcile(cluster: Cluster, settings: OperatorSettings, document: dict[str, Any]) -> None:
     """Run the task once: refused (for now or for good), finished without running (its name already ran), or its
-    sandbox started (a Job of its own, or a claimed pool sandbox)."""
+    sandbox started (a Job of its own, or a claimed pool sandbox). Restart-safe at every step: the launch decision
+    (the name's run record) is taken before anything is launched, and a task that took it already adopts what it
+    launched (controller/leftovers.py); a task whose status names its Job or sandbox is never launched again."""
     meta = document["metadata"]
     namespace, name = meta["namespace"], meta["name"]
-    if AgentTaskStatus.of(document).finished:
+    status = AgentTaskStatus.of(document)
+    if status.finished:
         return
     with RECONCILE_SECONDS.time():
         try:
@@ -139,12 +171,14 @@ def reconcile(cluster: Cluster, settings: OperatorSettings, document: dict[str, 
             message = validation_message(exc)
             _refuse(cluster, namespace, name, Reason.INVALID_SPEC, message, final=True)
             return
-        task = manifests.TaskRef(name=name, namespace=namespace, uid=meta["uid"])
-        if _ran_before(cluster, document, task):
+        if leftovers.launched(status):
+            sync(cluster, namespace, name)  # an operator restart: what it runs in is the task's state now
+            RECONCILES.labels(outcome="resumed").inc()
             return
+        task = manifests.TaskRef(name=name, namespace=namespace, uid=meta["uid"])
         try:
             if spec.pool_ref is None:
-                _run_cold(cluster, settings, document, task, spec, None)
+                _run_cold(cluster, settings, document, task, spec)
             else:
                 _run_pooled(cluster, settings, document, task, spec)
         except kopf.TemporaryError:
@@ -155,25 +189,43 @@ def reconcile(cluster: Cluster, settings: OperatorSettings, document: dict[str, 
             raise
 
 
-def _ran_before(cluster: Cluster, document: dict[str, Any], task: manifests.TaskRef) -> bool:
+def _ran_before(cluster: Cluster, document: dict[str, Any], refused: ledger.Refusal) -> None:
     """A task whose name already ran here (and that does not ask to run again) is finished without running
     (controller/ledger.py)."""
-    refused = ledger.refusal(cluster.read_ledger(task.namespace).get(task.name), document)
-    if refused is None:
-        return False
+    meta = document["metadata"]
     conditions = [
         condition(ConditionType.ACCEPTED, False, refused.reason, refused.message),
         condition(ConditionType.FINISHED, True, refused.reason, refused.message),
     ]
     observed = AgentTaskStatus(phase=refused.phase, completion_time=now(), conditions=conditions)
-    write_status(cluster, task.namespace, task.name, observed)
+    write_status(cluster, meta["namespace"], meta["name"], observed)
     RECONCILES.labels(outcome="already-ran").inc()
-    return True
 
 
-def _started(cluster: Cluster, document: dict[str, Any]) -> None:
-    """Into the ledger before the code can start: from now on, a re-created task of this name does not run."""
-    cluster.update_ledger(document["metadata"]["namespace"], lambda entries: ledger.started(entries, document))
+def _take(cluster: Cluster, document: dict[str, Any]) -> runs.Taken | None:
+    """The launch decision (controller/runs.py: take); None when the task is not to launch: its name ran (it is
+    finished so), or an earlier reconcile of it took the name and launched after all."""
+    decided = runs.take(cluster, document)
+    if isinstance(decided, ledger.Refusal):
+        _ran_before(cluster, document, decided)
+        return None
+    if decided.resumed and _launched_since(cluster, document):
+        return None
+    return decided
+
+
+def _launched_since(cluster: Cluster, document: dict[str, Any]) -> bool:
+    """Whether the task, read afresh, finished or names its launch (the document this reconcile was given may
+    predate that write): then nothing is launched, what it runs in is synced. A task gone has nothing to launch."""
+    meta = document["metadata"]
+    current = cluster.read_task(meta["namespace"], meta["name"])
+    if current is None or current["metadata"]["uid"] != meta["uid"]:
+        return True
+    status = AgentTaskStatus.of(current)
+    if status.finished or leftovers.launched(status):
+        sync(cluster, meta["namespace"], meta["name"])
+        return True
+    return False
 
 
 def _accepted(
@@ -194,28 +246,30 @@ def _run_cold(
     document: dict[str, Any],
     task: manifests.TaskRef,
     spec: AgentTaskSpec,
-    claim: Claim | None,
+    claim: Claim | None = None,
+    taken: runs.Taken | None = None,
 ) -> None:
     """A Job of the task's own (a pooled task's has the pool's sandbox, and its claim is written first: the gateway
-    bounds the task by the pool's policy before its code can start)."""
+    bounds the task by the pool's policy before its code can start). Its objects are created or found (an earlier
+    reconcile of the task made them), never made twice; `taken`: the name, when the caller took it already."""
     missing = _missing_prerequisite(cluster, task.namespace, spec)
     if missing is not None:
         # Waited for (GitOps may apply them after the task) until the task's own deadline.
-        _refuse(cluster, task.namespace, task.name, *missing, final=_past_deadline(document, spec))
-        RECONCILES.labels(outcome="refused").inc()
+        _cannot_run(cluster, document, spec, *missing)
+        return
+    if taken is None and _take(cluster, document) is None:
         return
     if claim is not None:
-        write_status(cluster, task.namespace, task.name, AgentTaskStatus(claim=claim))
+        write_status(cluster, task.namespace, task.name, AgentTaskStatus(claim=claim), known=document)
     if spec.skills is not None:
         cluster.ensure(manifests.skills_claim(task.namespace, spec.skills), owner_uid=None)
     cluster.ensure(manifests.service_account(task), task.uid)
     cluster.ensure(manifests.task_config(task, spec), task.uid)
     cluster.ensure(manifests.network_policy(task, settings), task.uid)
-    _started(cluster, document)
     cluster.ensure(manifests.job(task, spec, settings), task.uid)
     observed = _accepted(document, spec, LaunchType.COLD, Reason.JOB_CREATED, "sandboxed Job created")
     observed.job_name = child_name(task.name)
-    write_status(cluster, task.namespace, task.name, observed)
+    write_status(cluster, task.namespace, task.name, observed, known=None if claim else document)
     observe_claim(document["metadata"]["creationTimestamp"], LaunchType.COLD.value)
     RECONCILES.labels(outcome="created").inc()
 
@@ -223,57 +277,86 @@ def _run_cold(
 def _run_pooled(
     cluster: Cluster, settings: OperatorSettings, document: dict[str, Any], task: manifests.TaskRef, spec: AgentTaskSpec
 ) -> None:
-    """Claim an idle sandbox of the task's pool; none ready: a cold Job, or wait, as the pool says."""
+    """Claim an idle sandbox of the task's pool; none ready: a cold Job, or wait, as the pool says. The name is
+    taken before either launch; a task that waits gives it back (nothing launched), or takes none when no sandbox
+    was there to try."""
     assert spec.pool_ref is not None
     pool_document = cluster.read_pool(task.namespace, spec.pool_ref.name)
     if pool_document is None or pool_document["metadata"].get("deletionTimestamp"):
         message = f"SandboxPool {spec.pool_ref.name!r} not found in namespace {task.namespace}"
-        final = _past_deadline(document, spec)
-        _refuse(cluster, task.namespace, task.name, Reason.SANDBOX_POOL_NOT_FOUND, message, final=final)
-        RECONCILES.labels(outcome="refused").inc()
+        _cannot_run(cluster, document, spec, Reason.SANDBOX_POOL_NOT_FOUND, message)
         return
     try:
         pool = SandboxPool.model_validate(pool_document)
     except ValidationError:
         message = f"SandboxPool {spec.pool_ref.name!r} is invalid (see its Ready condition)"
-        final = _past_deadline(document, spec)
-        _refuse(cluster, task.namespace, task.name, Reason.SANDBOX_POOL_INVALID, message, final=final)
+        _cannot_run(cluster, document, spec, Reason.SANDBOX_POOL_INVALID, message)
         return
     template = pool.spec.template
     wider = widening(template, spec)
     if wider:
-        _refuse(cluster, task.namespace, task.name, Reason.POLICY_WIDENED, "; ".join(wider), final=True)
-        RECONCILES.labels(outcome="invalid").inc()
+        _cannot_run(cluster, document, spec, Reason.POLICY_WIDENED, "; ".join(wider), final=True, outcome="invalid")
         return
     ceiling = Claim(pool=pool.metadata.name, policy=template.policy())
     missing = cluster.missing_mcp_servers(task.namespace, spec.mcp_servers) if spec.mcp_servers else []
     if missing:
         message = f"MCPServer(s) not found in namespace {task.namespace}: {', '.join(missing)}"
-        final = _past_deadline(document, spec)
-        _refuse(cluster, task.namespace, task.name, Reason.MCP_SERVER_NOT_FOUND, message, final=final)
+        _cannot_run(cluster, document, spec, Reason.MCP_SERVER_NOT_FOUND, message)
         return
-    pod = claims.claimed_by(cluster, pool_document, task)
-    if pod is None:
-        _started(cluster, document)
-        pod = claims.claim(cluster, pool_document, template_hash(template), task, spec.timeout_seconds)
+    cold = pooled_spec(template, spec)
+    idle = claims.candidates(cluster, pool_document, template_hash(template))
+    waits = pool.spec.when_empty is WhenEmpty.WAIT
+    taken: runs.Taken | None
+    if waits and not idle:  # nothing to launch now: the name is looked at, not taken (it may have been, earlier)
+        looked = runs.look(cluster, document)
+        if isinstance(looked, ledger.Refusal):
+            _ran_before(cluster, document, looked)
+            return
+        if looked is not None and _launched_since(cluster, document):
+            return
+        taken = looked
+    elif (taken := _take(cluster, document)) is None:
+        return
+    if taken is not None and taken.resumed:
+        found = _resume(cluster, task, pool_document)
+        if found.job:
+            _run_cold(cluster, settings, document, task, cold, ceiling, taken)
+            return
+        if found.pod is not None:
+            _claimed(cluster, settings, document, task, spec, ceiling, found.pod)
+            return
+    pod = claims.claim_first(cluster, idle, task, spec.timeout_seconds) if idle else None
     if pod is not None:
         _claimed(cluster, settings, document, task, spec, ceiling, pod)
         return
-    cluster.update_ledger(task.namespace, lambda entries: ledger.forget(entries, task.name, task.uid))
-    if pool.spec.when_empty is WhenEmpty.WAIT:
-        message = f"no idle sandbox in SandboxPool {pool.metadata.name!r}; waiting for one (whenEmpty: Wait)"
-        final = _past_deadline(document, spec)
-        _refuse(
-            cluster,
-            task.namespace,
-            task.name,
-            Reason.POOL_EMPTY,
-            message,
-            final=final,
-            retry_seconds=POOL_WAIT_RETRY_SECONDS,
-        )
+    if not waits:
+        _run_cold(cluster, settings, document, task, cold, ceiling, taken)
         return
-    _run_cold(cluster, settings, document, task, pooled_spec(template, spec), ceiling)
+    if taken is not None:
+        runs.withdraw(cluster, taken)
+    message = f"no idle sandbox in SandboxPool {pool.metadata.name!r}; waiting for one (whenEmpty: Wait)"
+    _refuse(
+        cluster,
+        task.namespace,
+        task.name,
+        Reason.POOL_EMPTY,
+        message,
+        final=_past_deadline(document, spec),
+        retry_seconds=POOL_WAIT_RETRY_SECONDS,
+    )
+
+
+def _resume(cluster: Cluster, task: manifests.TaskRef, pool: dict[str, Any]) -> leftovers.Resume:
+    """What an earlier reconcile of this task left (it took the name, then stopped before its status named what it
+    launched): its Job, or a claimed sandbox to adopt; the sandboxes claimed for it that it does not keep are
+    deleted."""
+    found = leftovers.resume(
+        task.uid, cluster.read_job(task.namespace, child_name(task.name)), claims.claimed_for(cluster, task), made(pool)
+    )
+    for pod in found.release:
+        cluster.delete_pod(task.namespace, pod["metadata"]["name"])
+        POOL_EVENTS.labels(event="released").inc()
+    return found
 
 
 def _claimed(
@@ -293,16 +376,16 @@ def _claimed(
     message = f"claimed sandbox {meta['name']} of SandboxPool {ceiling.pool}"
     observed = _accepted(document, spec, LaunchType.WARM, Reason.SANDBOX_CLAIMED, message)
     observed.pod_name, observed.start_time, observed.claim = meta["name"], now(), claim
-    write_status(cluster, task.namespace, task.name, observed)
+    write_status(cluster, task.namespace, task.name, observed, known=document)
     cluster.record_event(document, EventReason.CLAIMED, message)
     observe_claim(document["metadata"]["creationTimestamp"], LaunchType.WARM.value)
     POOL_EVENTS.labels(event="claimed").inc()
     RECONCILES.labels(outcome="claimed").inc()
 
 
-def sync(cluster: Cluster, namespace: str, name: str) -> None:
+def sync(cluster: Cluster, namespace: str, name: str, job: dict[str, Any] | None = None) -> None:
     """Fold the Job's and its pod's state into the task's status (only for the Job this task owns), or the state of
-    the pool sandbox it claimed."""
+    the pool sandbox it claimed. `job`: the task's Job as a watch event just brought it (else it is read)."""
     task = cluster.read_task(namespace, name)
     if task is None:
         return
@@ -311,28 +394,44 @@ def sync(cluster: Cluster, namespace: str, name: str) -> None:
         pod = cluster.read_pod(namespace, claim.pod_name)
         if pod is not None and pod["metadata"]["uid"] != claim.pod_uid:
             pod = None
-        if write_status(cluster, namespace, name, observe_sandbox(pod)) is not None:
+        if write_status(cluster, namespace, name, observe_sandbox(pod), known=task) is not None:
             STATUS_SYNCS.inc()
         return
-    job, pods = cluster.job_and_pods(namespace, child_name(name))
+    if job is None or job["metadata"]["name"] != child_name(name):
+        job = cluster.read_job(namespace, child_name(name))
     if job is None:
         return
     owners = {ref.get("uid") for ref in job["metadata"].get("ownerReferences") or []}
     if task["metadata"]["uid"] not in owners:
         return
-    if write_status(cluster, namespace, name, observe(job, pods)) is not None:
+    counts = job.get("status") or {}
+    started = any(counts.get(key) for key in ("active", "succeeded", "failed", "conditions"))
+    pods = cluster.pods(namespace, f"job-name={child_name(name)}") if started else []  # none before it counts one
+    observed = observe(job, pods)
+    if AgentTaskStatus.of(task).launch_type is None:  # the reconcile that created the Job stopped before saying so
+        spec = AgentTaskSpec.model_validate(dict(task["spec"]))
+        accepted = _accepted(task, spec, LaunchType.COLD, Reason.JOB_CREATED, "sandboxed Job created")
+        observed.mode, observed.launch_type = accepted.mode, accepted.launch_type
+        observed.conditions = [*(accepted.conditions or []), *(observed.conditions or [])]
+    if write_status(cluster, namespace, name, observed, known=task) is not None:
         STATUS_SYNCS.inc()
 
 
 def sweep(cluster: Cluster) -> None:
-    """Resync unfinished tasks (a net for missed watch events); past a finished task's ttlSecondsAfterFinished,
-    delete what it ran in (its Job and pods, ConfigMap, ServiceAccount, NetworkPolicy, a claimed sandbox), never
-    the task: a GitOps controller would re-create it (docs/gitops.md)."""
-    for task in cluster.list_tasks():
+    """Resync unfinished tasks (a net for missed watch events); delete the claimed sandboxes no task's status names
+    or will (controller/leftovers.py: strays); past a finished task's ttlSecondsAfterFinished, delete what it ran in
+    (its Job and pods, ConfigMap, ServiceAccount, NetworkPolicy, a claimed sandbox), never the task: a GitOps
+    controller would re-create it (docs/gitops.md)."""
+    tasks = cluster.list_tasks()
+    for pod in leftovers.strays(cluster.all_pods(CLAIMED_TASK_PODS, ALIVE), tasks):
+        log.warning("deleting sandbox %s/%s: claimed, and no task runs in it", *_where(pod))
+        cluster.delete_pod(*_where(pod))
+        POOL_EVENTS.labels(event="released").inc()
+    for task in tasks:
         meta, status = task["metadata"], AgentTaskStatus.of(task)
         claimed = status.claim.pod_name if status.claim else None
         if not status.finished:
-            if status.job_name or claimed:
+            if leftovers.launched(status):
                 sync(cluster, meta["namespace"], meta["name"])
             continue
         ttl = (task.get("spec") or {}).get("ttlSecondsAfterFinished")
@@ -344,3 +443,7 @@ def sweep(cluster: Cluster) -> None:
             if claimed:
                 cluster.delete_pod(meta["namespace"], claimed)
             cluster.patch_task_status(meta["namespace"], meta["name"], AgentTaskStatus(children_deleted_at=now()))
+
+
+def _where(pod: dict[str, Any]) -> tuple[str, str]:
+    return pod["metadata"]["namespace"], pod["metadata"]["name"]

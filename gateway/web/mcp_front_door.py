@@ -19,7 +19,16 @@ from pydantic import Field
 from gateway.context import TaskContext
 from gateway.core import GatewayCore
 from gateway.errors import GatewayError
-from gateway.executions.models import DEFAULT_TIMEOUT_SECONDS, MAX_TIMEOUT_SECONDS, ExecutionOutcome, OutputEvent
+from gateway.executions.errors import ExecutionError
+from gateway.executions.models import (
+    DEFAULT_TIMEOUT_SECONDS,
+    EXECUTION_ID_PATTERN,
+    MAX_TIMEOUT_SECONDS,
+    Execution,
+    ExecutionResult,
+    GapEvent,
+    OutputEvent,
+)
 from gateway.tools.catalog import Detail, ToolsAnswer
 
 T = TypeVar("T")
@@ -46,7 +55,11 @@ Already defined, no import needed:
 Filter and aggregate large tool results in code; print only the answer. Personal data in tool results reaches your
 code as tokens like [EMAIL_1] or [PHONE_2]: print them or pass them to call_tool as they are (the gateway puts the
 real values back only where a tool receives them); they are never detokenized in this tool's output. Files: /workspace
-is writable and kept for the session. A snippet past timeoutSeconds is stopped; the session and its variables stay."""
+is writable and kept for the session. A snippet past timeoutSeconds is stopped; the session and its variables stay.
+
+The result (and the first progress message) carries the call's executionId. If a call fails without an outcome, its
+error says what became of the code: state not_taken (it never ran: call again), or waiting/running/unknown (it may
+run or have run: call again with the same code and executionId to get its outcome without running it twice)."""
 
 SEARCH_DESCRIPTION = """Search the MCP tools this session's code may call, without running code: every word of
 `query` must occur in the tool's "server/tool" name or description. detail: "name" (names only, cheapest),
@@ -65,9 +78,16 @@ def front_door(core: GatewayCore, session_of: SessionOf, name: str = "mcpexec") 
         timeoutSeconds: Annotated[  # camelCase: the argument's name as MCP clients see it
             float, Field(gt=0, le=MAX_TIMEOUT_SECONDS, description="stop the snippet after this many seconds")
         ] = DEFAULT_TIMEOUT_SECONDS,
-    ) -> ExecutionOutcome:
+        executionId: Annotated[
+            str | None,
+            Field(
+                pattern=EXECUTION_ID_PATTERN,
+                description="an earlier call's executionId, with its same code: its outcome, never a second run",
+            ),
+        ] = None,
+    ) -> ExecutionResult:
         session = await session_of(ctx)
-        return await _answer(_execute(core, session.scope, code, timeoutSeconds, ctx))
+        return await _answer(_execute(core, session.scope, code, timeoutSeconds, executionId, ctx))
 
     @server.tool(name="search_tools", description=SEARCH_DESCRIPTION)
     async def search_tools(
@@ -82,23 +102,40 @@ def front_door(core: GatewayCore, session_of: SessionOf, name: str = "mcpexec") 
     return server
 
 
-async def _execute(core: GatewayCore, scope: str, code: str, timeout_seconds: float, ctx: Context) -> ExecutionOutcome:
-    """Run the code; a client that asked for progress (a progressToken) gets what the code prints as progress
-    notifications while it runs (their `message`), the outcome as the tool's result either way."""
+async def _execute(
+    core: GatewayCore, scope: str, code: str, timeout_seconds: float, execution_id: str | None, ctx: Context
+) -> ExecutionResult:
+    """Run the code; a client that asked for progress (a progressToken) is told the execution's id first, then gets
+    what the code prints as progress notifications while it runs (their `message`; where output was lost, a message
+    saying so), the outcome as the tool's result either way."""
     printed = 0
-
-    async def progress(event: OutputEvent) -> None:
-        nonlocal printed
-        printed += len(event.text)
-        await ctx.report_progress(printed, None, event.text)
-
     streaming = (ctx.request_context.meta or {}).get("progress_token") is not None
-    return await core.executions.execute(scope, code, timeout_seconds, progress if streaming else None)
+
+    async def progress(event: OutputEvent | GapEvent) -> None:
+        nonlocal printed
+        text = event.text if isinstance(event, OutputEvent) else f"\n...[{event.message}]...\n"
+        printed += len(text)
+        await ctx.report_progress(printed, None, text)
+
+    async def started(execution: Execution) -> None:
+        await ctx.report_progress(0, None, f"execution {execution.id}")
+
+    return await core.executions.execute(
+        scope,
+        code,
+        timeout_seconds,
+        progress if streaming else None,
+        execution_id=execution_id,
+        on_start=started if streaming else None,
+    )
 
 
 async def _answer(call: Awaitable[T]) -> T:
-    """The gateway's refusals as MCP tool errors (`isError`), with the contract's code and message."""
+    """The gateway's refusals as MCP tool errors (`isError`), with the contract's code and message (and an
+    execution's id and state)."""
     try:
         return await call
+    except ExecutionError as exc:
+        raise ToolError(exc.describe()) from None
     except GatewayError as exc:
         raise ToolError(f"{exc.code}: {exc.message}") from None

@@ -16,6 +16,8 @@ from mcpexec.api.sandbox import SandboxTemplate
 
 # Children are named `mcpexec-<task>`; 48 keeps them and the Job's pods within DNS-1123 label limits.
 MAX_TASK_NAME = 48
+# The longest a task may run (spec.timeoutSeconds), so the longest a run stays unfinished.
+MAX_TIMEOUT_SECONDS = 86_400
 
 
 class Phase(StrEnum):
@@ -50,7 +52,9 @@ class AgentTaskSpec(SandboxTemplate):
     code: Annotated[str, Field(min_length=1, max_length=200_000)] | None = None
     model: Annotated[str, Field(max_length=200)] | None = None
     max_turns: Annotated[StrictInt, Field(ge=1, le=100)] = Field(default=10, alias="maxTurns")
-    timeout_seconds: Annotated[StrictInt, Field(ge=1, le=86_400)] = Field(default=600, alias="timeoutSeconds")
+    timeout_seconds: Annotated[StrictInt, Field(ge=1, le=MAX_TIMEOUT_SECONDS)] = Field(
+        default=600, alias="timeoutSeconds"
+    )
     pool_ref: PoolRef | None = Field(default=None, alias="poolRef")
     ttl_seconds_after_finished: Annotated[StrictInt, Field(ge=0, le=2_592_000)] | None = Field(
         default=None, alias="ttlSecondsAfterFinished"

@@ -35,6 +35,8 @@ POOL_LABEL = f"{GROUP}/pool"
 SANDBOX_STATE_LABEL = f"{GROUP}/sandbox-state"
 TEMPLATE_HASH_LABEL = f"{GROUP}/template-hash"
 IDLE, CLAIMED = "idle", "claimed"
+# On a task name's run record (controller/ledger.py): the name whose run it records.
+RUN_RECORD_LABEL = f"{GROUP}/run-record"
 # A pool's children are named `mcpexec-pool-<pool>` and its pods `mcpexec-pool-<pool>-<5 random>`.
 MAX_POOL_NAME = 44
 

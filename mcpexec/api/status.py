@@ -29,8 +29,10 @@ class Status(BaseModel):
 
     @classmethod
     def of(cls, document: dict[str, Any]) -> Self:
-        """The status of a resource document (an empty one when it has none yet)."""
-        return cls.model_validate(document.get("status") or {})
+        """The status of a resource document (an empty one when it has none yet). Its writer may be an older
+        operator: a field it wrote that this version no longer knows, at any depth (e.g. a policy field in
+        `claim`, whose models reject unknown fields where users write them), is ignored, not refused."""
+        return cls.model_validate(document.get("status") or {}, extra="ignore")
 
     def wire(self) -> dict[str, Any]:
         """The status as JSON: camelCase, the fields not set left out."""

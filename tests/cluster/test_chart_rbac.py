@@ -9,6 +9,7 @@ import logging
 import re
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +27,7 @@ from gateway.settings import Limits
 from gateway.tools.catalog import Catalog, namespaced_server_key
 from gateway.upstreams.pool import UpstreamPool
 from mcpexec.api.meta import AGENTSESSION_PLURAL, AGENTTASK_PLURAL, GROUP, MCPSERVER_PLURAL, VERSION
-from tests.cluster.kube import create_task, task_status, wait_for
+from tests.cluster.kube import create_task, job_pod, play_kubelet, task_status, wait_for, wait_phase
 from tests.cluster.test_sessions import create_session, session_status
 from tests.support.chart import render
 from tests.support.components import REPO, demo_over_http, free_port
@@ -36,8 +37,9 @@ from tests.support.malformed import agenttask
 RELEASE_NAMESPACE = "mcpexec-system"
 
 
-def _apply_chart_rbac() -> None:
-    """The chart's ServiceAccounts, ClusterRoles and ClusterRoleBindings, created as rendered."""
+def _apply_chart_rbac(*values: str) -> None:
+    """The chart's ServiceAccounts, ClusterRoles and ClusterRoleBindings, created as rendered (with `values`, helm
+    arguments such as `--set`)."""
     try:
         client.CoreV1Api().create_namespace({"metadata": {"name": RELEASE_NAMESPACE}})
     except ApiException as exc:
@@ -51,7 +53,7 @@ def _apply_chart_rbac() -> None:
         "Role": lambda d: rbac.create_namespaced_role(RELEASE_NAMESPACE, d),
         "RoleBinding": lambda d: rbac.create_namespaced_role_binding(RELEASE_NAMESPACE, d),
     }
-    for doc in render():
+    for doc in render(*values):
         if doc["kind"] in create:
             try:
                 create[doc["kind"]](doc)
@@ -60,8 +62,9 @@ def _apply_chart_rbac() -> None:
                     raise
 
 
-def _operator_container() -> dict[str, Any]:
-    (operator,) = [d for d in render() if d["kind"] == "Deployment" and d["metadata"]["name"] == "rel-mcpexec-operator"]
+def _operator_container(*values: str) -> dict[str, Any]:
+    docs = render(*values)
+    (operator,) = [d for d in docs if d["kind"] == "Deployment" and d["metadata"]["name"] == "rel-mcpexec-operator"]
     return dict(operator["spec"]["template"]["spec"]["containers"][0])
 
 
@@ -100,6 +103,8 @@ def test_operator_works_with_the_charts_rbac_only(cluster: ControlPlane, namespa
         "MCPEXEC_METRICS_PORT": "0",
         "MCPEXEC_GATEWAY_NAMESPACE": RELEASE_NAMESPACE,
         "MCPEXEC_GENERATED_SECRETS": operator_env["MCPEXEC_GENERATED_SECRETS"],
+        "MCPEXEC_RUN_RECORD_RETENTION_DAYS": operator_env["MCPEXEC_RUN_RECORD_RETENTION_DAYS"],
+        "MCPEXEC_RUN_RECORD_SWEEP_INTERVAL_SECONDS": "1",  # the retention sweep lists records too
     }
     # The seal key exists already (an earlier start made it): it is kept as it is; the Redis password is made.
     core = client.CoreV1Api()
@@ -124,15 +129,56 @@ def test_operator_works_with_the_charts_rbac_only(cluster: ControlPlane, namespa
             # An AgentSession too: its pool does not exist, so it waits, and says so in its status.
             create_session(namespace, "rbac", "missing")
             wait_for(lambda: session_status(namespace, "rbac").get("reason") == "SandboxPoolNotFound", 90, "session")
+            # The run's outcome goes into its name's run record.
+            play_kubelet(job_pod(namespace, "mcpexec-rbac"), "Succeeded", exit_code=0, message="done")
+            wait_phase(namespace, "rbac", "Succeeded")
+            record = wait_for(
+                lambda: (core.read_namespaced_config_map("mcpexec-run.rbac", namespace).data or {}).get("phase"),
+                30,
+                "the run's outcome in its record",
+            )
+            time.sleep(2)  # a retention sweep or two
         finally:
             proc.terminate()
             proc.wait(timeout=30)
     assert status["phase"] in ("Pending", "Running")
+    assert record == "Succeeded"
     text = log.read_text()
     assert not _forbidden(text), text[-3000:]
     secrets = {s.metadata.name: s.data for s in core.list_namespaced_secret(RELEASE_NAMESPACE).items}
     assert base64.b64decode(secrets["rel-mcpexec-gateway-skills-seal"]["key"]) == b"k" * 48
     assert len(base64.b64decode(secrets["rel-mcpexec-redis"]["password"])) == 32
+
+
+def test_operator_replicas_elect_a_leader_with_the_charts_rbac_only(
+    cluster: ControlPlane, namespace: str, tmp_path: Path
+) -> None:
+    replicas = ("--set", "operator.replicas=2")
+    _apply_chart_rbac(*replicas)
+    kubeconfig = _kubeconfig_for(cluster, "rel-mcpexec-operator", tmp_path / "operator.kubeconfig")
+    operator_env = {e["name"]: e.get("value") for e in _operator_container(*replicas)["env"]}
+    assert operator_env["MCPEXEC_LEADER_ELECTION"] == "true"
+    env = {
+        **cluster.env(),
+        "KUBECONFIG": str(kubeconfig),
+        "MCPEXEC_LIVENESS_ENDPOINT": f"http://127.0.0.1:{free_port()}/healthz",
+        "MCPEXEC_METRICS_PORT": "0",
+        "MCPEXEC_GATEWAY_NAMESPACE": RELEASE_NAMESPACE,
+        "MCPEXEC_LEADER_ELECTION": operator_env["MCPEXEC_LEADER_ELECTION"],
+    }
+    log = tmp_path / "operator.log"
+    with log.open("wb") as out:
+        proc = subprocess.Popen([sys.executable, "-m", "controller"], cwd=REPO, env=env, stdout=out, stderr=out)
+        try:
+            create_task(namespace, agenttask("elected"))
+            wait_for(lambda: task_status(namespace, "elected").get("jobName"), 90, "task accepted by the leader")
+        finally:
+            proc.terminate()
+            proc.wait(timeout=30)
+    lease = client.CoordinationV1Api().read_namespaced_lease("mcpexec-operator", RELEASE_NAMESPACE)
+    assert lease.spec.holder_identity.endswith(f"_{proc.pid}")
+    text = log.read_text()
+    assert not _forbidden(text), text[-3000:]
 
 
 def test_gateway_resolves_tokens_with_the_charts_rbac_only(

@@ -117,7 +117,16 @@ class ClusterGateway:
         return self
 
     def __exit__(self, *_exc: object) -> None:
+        if not self._thread.is_alive():  # frozen: resumed only to be stopped
+            self._thread = threading.Thread(target=self._loop.run_forever, name="cluster-gateway", daemon=True)
+            self._thread.start()
         self.run(self._stop())
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join(timeout=30)
+
+    def freeze(self) -> None:
+        """Stop this replica where it is, as one that died: nothing it was doing goes on or cleans up, its callers
+        get no answer (the block's end resumes it only to stop it)."""
         self._loop.call_soon_threadsafe(self._loop.stop)
         self._thread.join(timeout=30)
 

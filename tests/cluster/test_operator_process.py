@@ -8,49 +8,18 @@ from __future__ import annotations
 
 import os
 import signal
-import subprocess
-import sys
-import urllib.request
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Any
 
 from kubernetes import client
 from prometheus_client.parser import text_string_to_metric_families
 
 from tests.cluster.kube import create_task, job_pod, play_kubelet, task_status, wait_for, wait_phase
-from tests.support.components import REPO, free_port
+from tests.cluster.operator import get, operator_process
+from tests.support.components import free_port
 from tests.support.control_plane import ControlPlane
 from tests.support.malformed import agenttask
 
 TASKS = 40
-
-
-@contextmanager
-def operator_process(cluster: ControlPlane, health_port: int, metrics_port: int) -> Iterator[subprocess.Popen[bytes]]:
-    env = {
-        **cluster.env(),
-        "MCPEXEC_LIVENESS_ENDPOINT": f"http://127.0.0.1:{health_port}/healthz",
-        "MCPEXEC_METRICS_PORT": str(metrics_port),
-        "MCPEXEC_SWEEP_INTERVAL_SECONDS": "1",
-    }
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "controller"], cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
-    )
-    try:
-        yield proc
-    finally:
-        if proc.poll() is None:
-            proc.terminate()
-            proc.wait(timeout=30)
-
-
-def _get(url: str) -> str | None:
-    try:
-        with urllib.request.urlopen(url, timeout=2) as response:
-            return str(response.read().decode())
-    except OSError:
-        return None
 
 
 def _jobs(namespace: str) -> list[Any]:
@@ -62,7 +31,7 @@ def test_sigkill_mid_reconcile_then_restart_loses_nothing_and_duplicates_nothing
 ) -> None:
     health, metrics = free_port(), free_port()
     with operator_process(cluster, health, metrics) as first:
-        wait_for(lambda: _get(f"http://127.0.0.1:{health}/healthz"), 60, "operator liveness")
+        wait_for(lambda: get(f"http://127.0.0.1:{health}/healthz"), 60, "operator liveness")
         for i in range(TASKS):
             create_task(namespace, agenttask(f"burst-{i}"))
         wait_for(lambda: len(_jobs(namespace)) >= 3, 60, "the first jobs")
@@ -96,14 +65,14 @@ def test_sigkill_mid_reconcile_then_restart_loses_nothing_and_duplicates_nothing
 def test_health_and_metrics_endpoints(cluster: ControlPlane, namespace: str) -> None:
     health, metrics = free_port(), free_port()
     with operator_process(cluster, health, metrics):
-        wait_for(lambda: _get(f"http://127.0.0.1:{health}/healthz"), 60, "operator liveness")
+        wait_for(lambda: get(f"http://127.0.0.1:{health}/healthz"), 60, "operator liveness")
         create_task(namespace, agenttask("measured"))
         wait_for(lambda: task_status(namespace, "measured").get("jobName"), what="job created")
         play_kubelet(job_pod(namespace, "mcpexec-measured"), "Succeeded", exit_code=0, message="ok")
         wait_phase(namespace, "measured", "Succeeded")
 
         def scraped() -> dict[tuple[str, str], float] | None:
-            text = _get(f"http://127.0.0.1:{metrics}/metrics")
+            text = get(f"http://127.0.0.1:{metrics}/metrics")
             if text is None:
                 return None
             samples = {

@@ -5,9 +5,26 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import httpx
+
+# A snippet that counts its runs (a line in the workspace's ran.log), prints, then waits for the test's `go` (a file
+# it removes): a test acts while it runs, and counts how often it ran.
+RUNS_UNTIL_GO = """import os, time
+with open('ran.log', 'a') as log:
+    log.write('ran\\n')
+print('started', flush=True)
+while not os.path.exists('go'):
+    time.sleep(0.05)
+os.remove('go')
+print('done')"""
+
+
+def lines_in(path: Path) -> int:
+    """How many lines a session's code wrote to `path` (0 if none)."""
+    return len(path.read_text().splitlines()) if path.exists() else 0
 
 
 def execute(

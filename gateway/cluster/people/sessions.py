@@ -1,7 +1,7 @@
 """AgentSessions for people: their own Kubernetes token in, code run in their session's sandbox, its outcome out.
 
 The caller is authorized as users.py says: `create` on `agentsessions/exec` for that session in its namespace runs
-code in it.
+code in it, and reads what became of its executions (re-attaching by an execution's id, through any replica).
 
 Activity: each execution patches the session's `status.lastActivity` (and `usage.executions`), at most once per
 `activity_every` seconds per session (a quarter of its idle timeout, at most ACTIVITY_EVERY_SECONDS), at its start and
@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
 import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -23,14 +24,18 @@ from gateway.cluster.directory import KubeDirectory
 from gateway.cluster.people.users import SessionUsers
 from gateway.core import GatewayCore
 from gateway.errors import GatewayError, NoSession, NotFound
-from gateway.executions.broker import ANSWER_GRACE_SECONDS
+from gateway.executions.broker import ANSWER_GRACE_SECONDS, STORE_OUTAGE_PATIENCE_SECONDS, Line
+from gateway.executions.errors import ExecutionError, InvalidExecutionId
 from gateway.executions.models import (
+    DEFAULT_IDLE_TIMEOUT_SECONDS,
+    EXECUTION_ID_PATTERN,
     ErrorEvent,
     ExecuteRequest,
     Execution,
-    ExecutionOutcome,
+    ExecutionLine,
+    ExecutionResult,
+    ExecutionStatus,
     OutcomeEvent,
-    OutputEvent,
 )
 from mcpexec.api.agentsession import MAX_LIFETIME_SECONDS, SessionPhase
 from mcpexec.api.status import AgentSessionStatus, SessionUsage
@@ -42,16 +47,49 @@ ACTIVITY_EVERY_SECONDS = 30.0
 _CACHE_MAX = 4096
 
 
+def session_key(document: dict[str, Any]) -> str:
+    """The broker's key of a session, whatever its phase: its sandbox's TaskContext.scope (namespace/name/uid)."""
+    meta = document["metadata"]
+    return f"{meta['namespace']}/{meta['name']}/{meta['uid']}"
+
+
 def session_scope(document: dict[str, Any]) -> str:
-    """The broker's key of a Ready session: its sandbox's TaskContext.scope (namespace/name/uid). NoSession while
-    it is Pending or once it has ended."""
+    """The broker's key of a Ready session (session_key). NoSession while it is Pending or once it has ended."""
     meta = document["metadata"]
     status = document.get("status") or {}
     if status.get("phase") != SessionPhase.READY.value or not (status.get("claim") or {}).get("podName"):
         phase = status.get("phase") or SessionPhase.PENDING.value
         reason = f" ({status['reason']})" if status.get("reason") else ""
         raise NoSession(f"session {meta['namespace']}/{meta['name']} is {phase}{reason}, not Ready")
-    return f"{meta['namespace']}/{meta['name']}/{meta['uid']}"
+    return session_key(document)
+
+
+def checked_id(execution_id: str | None) -> str | None:
+    """A caller's own execution id, if it is one (InvalidExecutionId otherwise)."""
+    if execution_id is not None and not re.fullmatch(EXECUTION_ID_PATTERN, execution_id):
+        raise InvalidExecutionId("an execution id is 8 to 64 letters, digits, '-' or '_'")
+    return execution_id
+
+
+def _idle_timeout(document: dict[str, Any]) -> float:
+    return float((document.get("spec") or {}).get("idleTimeoutSeconds") or DEFAULT_IDLE_TIMEOUT_SECONDS)
+
+
+def _json_line(line: Line | ExecutionLine | ErrorEvent) -> str:
+    shown = OutcomeEvent(outcome=line) if isinstance(line, ExecutionResult) else line
+    return shown.model_dump_json(by_alias=True) + "\n"
+
+
+async def _relay(execution_id: str, lines: AsyncIterator[Line]) -> AsyncIterator[str]:
+    """An execution's lines as NDJSON: its id first, last its outcome or the error that ended it (with its state)."""
+    yield _json_line(ExecutionLine(execution_id=execution_id))
+    try:
+        async for line in lines:
+            yield _json_line(line)
+    except ExecutionError as exc:
+        yield _json_line(ErrorEvent(error=exc.body()))
+    except GatewayError as exc:
+        yield _json_line(ErrorEvent(error=exc.response().error))
 
 
 @dataclass
@@ -84,32 +122,72 @@ class ClusterSessions:
         await self.users.require(user, "create", namespace, name, "exec")
         return await self.read(namespace, name)
 
-    async def execute(self, token: str | None, namespace: str, name: str, request: ExecuteRequest) -> ExecutionOutcome:
-        return await self.run(await self.authorized(token, namespace, name), request)
+    async def execute(
+        self, token: str | None, namespace: str, name: str, request: ExecuteRequest, execution_id: str | None = None
+    ) -> ExecutionResult:
+        """Run the request as the caller; `execution_id`: the caller's own id for it (sent again, it is the same
+        execution: never run twice)."""
+        checked_id(execution_id)
+        return await self.run(await self.authorized(token, namespace, name), request, execution_id)
 
-    async def stream(self, token: str | None, namespace: str, name: str, request: ExecuteRequest) -> AsyncIterator[str]:
-        """`execute`, its events as JSON lines: what the code prints as it prints it, last the outcome (or the error
-        that ended it). Whatever is refused before the code is queued raises, as `execute` does."""
+    async def stream(
+        self, token: str | None, namespace: str, name: str, request: ExecuteRequest, execution_id: str | None = None
+    ) -> tuple[str, AsyncIterator[str]]:
+        """`execute`, its events as JSON lines: its id first, what the code prints as it prints it, last the outcome
+        (or the error that ended it). Whatever is refused before the code is queued raises, as `execute` does."""
+        checked_id(execution_id)
         document = await self.authorized(token, namespace, name)
-        scope = await self.touch(document, request.timeout_seconds + ANSWER_GRACE_SECONDS)
-        execution = await self.core.executions.start(scope, request.code, request.timeout_seconds, stream=True)
-        return self._lines(document, scope, execution)
+        scope = await self.touch(document, _wait_seconds(request))
+        execution = await self.core.executions.start(
+            scope, request.code, request.timeout_seconds, True, _idle_timeout(document), execution_id, queued=False
+        )
+        return execution.id, self._streamed(document, scope, execution)
 
-    async def _lines(self, document: dict[str, Any], scope: str, execution: Execution) -> AsyncIterator[str]:
+    async def status(self, token: str | None, namespace: str, name: str, execution_id: str) -> ExecutionStatus:
+        """What became of one of the session's executions (re-attaching to it), authorized as `execute`."""
+        document = await self.authorized(token, namespace, name)
+        return await self.core.executions.status(session_key(document), _known_id(execution_id))
+
+    async def follow(
+        self, token: str | None, namespace: str, name: str, execution_id: str, after: int
+    ) -> AsyncIterator[str]:
+        """The rest of one of the session's executions' streams, past its chunk `after`, as JSON lines (`stream`);
+        refused before the first line (401, 403, 404) as `status`."""
+        document = await self.authorized(token, namespace, name)
+        lines = await self.core.executions.follow(session_key(document), _known_id(execution_id), after)
+        return _relay(execution_id, lines)
+
+    async def _streamed(self, document: dict[str, Any], scope: str, execution: Execution) -> AsyncIterator[str]:
         try:
-            async for event in self.core.executions.events(scope, execution):
-                line = event if isinstance(event, OutputEvent) else OutcomeEvent(outcome=event)
-                yield line.model_dump_json(by_alias=True) + "\n"
-        except GatewayError as exc:
-            yield ErrorEvent(error=exc.response().error).model_dump_json() + "\n"
+            async for line in _relay(execution.id, self._submitted(scope, execution)):
+                yield line
         finally:
             await self._record(document, self._activity[scope])
 
-    async def run(self, document: dict[str, Any], request: ExecuteRequest) -> ExecutionOutcome:
-        """Run the request in the session (already authorized)."""
-        scope = await self.touch(document, request.timeout_seconds + ANSWER_GRACE_SECONDS)
+    async def _submitted(self, scope: str, execution: Execution) -> AsyncIterator[Line]:
+        """The execution queued once its stream has begun (its id is on the way): a store outage while queuing it is
+        ridden out, or reported, in the stream."""
         try:
-            return await self.core.executions.execute(scope, request.code, request.timeout_seconds)
+            await self.core.executions.submit(scope, execution)
+        except asyncio.CancelledError:  # the caller left while it was being queued
+            await self.core.executions.cancel(scope, execution.id)
+            raise
+        async for line in self.core.executions.events(scope, execution):
+            yield line
+
+    async def run(
+        self, document: dict[str, Any], request: ExecuteRequest, execution_id: str | None = None
+    ) -> ExecutionResult:
+        """Run the request in the session (already authorized)."""
+        scope = await self.touch(document, _wait_seconds(request))
+        try:
+            return await self.core.executions.execute(
+                scope,
+                request.code,
+                request.timeout_seconds,
+                idle_timeout_seconds=_idle_timeout(document),
+                execution_id=execution_id,
+            )
         finally:
             await self._record(document, self._activity[scope])
 
@@ -139,3 +217,15 @@ class ClusterSessions:
             await asyncio.to_thread(self.directory.patch_session_status, meta["namespace"], meta["name"], status.wire())
         except ApiException as exc:  # the execution goes on; the next one records again
             log.warning("could not record session activity", extra={"session": meta["name"], "status": exc.status})
+
+
+def _wait_seconds(request: ExecuteRequest) -> float:
+    """The longest a caller waits for an execution: its limit, the grace, a store outage ridden out."""
+    return request.timeout_seconds + ANSWER_GRACE_SECONDS + STORE_OUTAGE_PATIENCE_SECONDS
+
+
+def _known_id(execution_id: str) -> str:
+    """An id asked about: one that is not an execution id at all is no execution of the session (404)."""
+    if not re.fullmatch(EXECUTION_ID_PATTERN, execution_id):
+        raise NotFound(f"no execution {execution_id[:80]!r} in this session")
+    return execution_id

@@ -1,5 +1,6 @@
 """`/v1/session/*`: an interactive session's runtime polls for its executions and posts what they print and their
-outcomes (docs/contracts.md)."""
+outcomes (docs/contracts.md). Both posts are idempotent (output chunks are numbered, a second outcome is taken as a
+duplicate), so the runtime sends them again through a gateway or session store outage."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from fastapi import APIRouter, Query, Response
 from gateway.context import TaskContext
 from gateway.core import GatewayCore
 from gateway.errors import GatewayError
-from gateway.executions.models import Execution, ExecutionOutcome, OutputPost
+from gateway.executions.models import Execution, OutcomePost, OutputPost
 from gateway.web.auth import SessionCaller, charge
 from gateway.web.error_responses import ERROR_RESPONSES
 from gateway.web.routes.assignment import DEFAULT_WAIT_SECONDS, MAX_WAIT_SECONDS
@@ -47,16 +48,19 @@ def router(core: GatewayCore) -> APIRouter:
         return execution
 
     @routes.post("/v1/session/executions/{execution_id}", responses=ERROR_RESPONSES, status_code=204)
-    async def complete_execution(ctx: SessionCaller, execution_id: str, outcome: ExecutionOutcome) -> None:
-        """The runtime's outcome of an execution it was given (the gateway bounds each stream again); 404 when its
-        caller gave up on it."""
-        await _charged_if_refused(core, ctx, core.executions.complete(ctx.scope, execution_id, outcome))
+    async def complete_execution(ctx: SessionCaller, execution_id: str, outcome: OutcomePost) -> None:
+        """The runtime's outcome of an execution it was given (the gateway bounds each stream again), after `chunks`
+        numbered chunks of output; the same outcome sent again is taken once (204 again). 404 when that execution is
+        not running in this session (its session ended, or the session store lost it)."""
+        step = core.executions.complete(ctx.scope, execution_id, outcome, outcome.chunks)
+        await _charged_if_refused(core, ctx, step)
 
     @routes.post("/v1/session/executions/{execution_id}/output", responses=ERROR_RESPONSES, status_code=204)
     async def execution_output(ctx: SessionCaller, execution_id: str, post: OutputPost) -> None:
-        """What a streaming execution printed since the runtime's last post, in order; 404 when that execution is not
-        running in this session (its caller gave up, or it finished). Past about a million characters in all, the
-        rest is dropped (its outcome still has the head and tail)."""
+        """What a streaming execution printed since the runtime's last post, in numbered chunks (one taken before is
+        skipped, one past the next expected leaves a gap its readers are told of); 404 when that execution is not
+        running in this session (it finished or ended). Past about a million characters in all, the rest is dropped
+        (its outcome still has the head and tail)."""
         await _charged_if_refused(core, ctx, core.executions.output(ctx.scope, execution_id, post.chunks))
 
     return routes

@@ -10,7 +10,7 @@ from gateway.settings import Limits
 from tests.integration.gateway.conftest import demo_spec, start_gateway
 from tests.support.tasks import make_task
 
-OUTPUT = {"chunks": [{"stream": "stdout", "text": "x"}]}
+OUTPUT = {"chunks": [{"seq": 1, "stream": "stdout", "text": "x"}]}
 STRAY = {
     "forged outcome": ("POST", "/v1/session/executions/forged", {"stdout": "x"}, 404),
     "poll without a session": ("GET", "/v1/session/next?wait=0", None, 403),

@@ -172,21 +172,39 @@ def test_no_request_that_may_have_run_is_sent_again(root: Path, kind: str) -> No
     assert gateway.count("POST", path) == 1
 
 
-def test_a_sessions_outcome_is_not_posted_twice(root: Path) -> None:
-    """The outcome post of a session's execution loses its answer: the runtime ends the session saying so."""
+def test_a_sessions_outcome_whose_answer_was_lost_is_posted_again(root: Path) -> None:
+    """The outcome post of a session's execution loses its answer: the runtime sends it again (the gateway takes an
+    outcome once: docs/contracts.md), and the session goes on to its next poll."""
     execution = {"id": "e1", "code": "print(1)", "timeoutSeconds": 10, "stream": False}
+    over = answer(403, {"error": {"code": "no_session", "message": "ended by the test"}})
     script = {
-        ("GET", "/v1/session/next"): [answer(200, execution)],
-        ("POST", "/v1/session/executions/e1"): [BROKEN_ANSWERS["half a body"]],
+        ("GET", "/v1/session/next"): [answer(200, execution), over],
+        ("POST", "/v1/session/executions/e1"): [BROKEN_ANSWERS["half a body"], BROKEN_ANSWERS["reset"], answer(204)],
     }
     with broken_gateway(script) as gateway:
         run = _run(root, gateway, "session", {"mode": "session"})
+    assert run.exit_code == 0, run
+    assert run.result["result"].startswith("session ended: no_session (403)"), run.result
+    assert gateway.count("POST", "/v1/session/executions/e1") == 3
+
+
+def test_a_session_gives_up_an_outcome_the_gateway_never_takes_after_its_idle_timeout(root: Path) -> None:
+    """Every outcome post fails (a lost answer, a store that cannot be reached): the runtime keeps sending it for
+    the session's idle timeout (1 s here), then ends the session saying why, never before."""
+    execution = {"id": "e2", "code": "print(1)", "timeoutSeconds": 10, "idleTimeoutSeconds": 1}
+    unavailable = answer(503, {"error": {"code": "session_store_unavailable", "message": "Redis is away"}})
+    script = {
+        ("GET", "/v1/session/next"): [answer(200, execution)],
+        ("POST", "/v1/session/executions/e2"): [BROKEN_ANSWERS["no answer"], unavailable],
+    }
+    with broken_gateway(script) as gateway:
+        run = _run(root, gateway, "giving-up", {"mode": "session"})
     assert run.exit_code == 1, run
     assert run.result["error"].startswith(
-        "gateway: gateway_connection_lost (502): connection to the gateway was lost during POST "
-        "/v1/session/executions/e1 ("
-    )
-    assert gateway.count("POST", "/v1/session/executions/e1") == 1
+        "gateway: session_store_unavailable (503): the gateway took nothing of execution e2 for 1 s (the session's "
+        "idle timeout)"
+    ), run.result
+    assert gateway.count("POST", "/v1/session/executions/e2") > 2
 
 
 def test_a_read_only_request_is_asked_again(root: Path) -> None:

@@ -49,18 +49,35 @@ async def a_session_of_work(client: Client) -> None:
     called = await execute(client, "c = call_tool('demo/get_customer', {'customer_id': 'C001'})\nprint(c['email'])")
     assert called["stdout"].startswith("[EMAIL_") and RAW_EMAIL not in str(called)
     kept = await execute(client, "print(c['email'] == " + repr(called["stdout"].strip()) + ", c['id'])")
-    assert kept == {"stdout": "True C001\n", "stderr": "", "error": None, "durationMs": kept["durationMs"]}
+    assert kept == {
+        "stdout": "True C001\n",
+        "stderr": "",
+        "error": None,
+        "durationMs": kept["durationMs"],
+        "executionId": kept["executionId"],
+    }
     # A client that asks for progress gets the output as it is printed, in progress notifications.
     messages: list[str] = []
 
     async def on_progress(_progress: float, _total: float | None, message: str | None) -> None:
         messages.append(message or "")
 
-    code = "import sys\nfor i in range(3):\n    print('tick', i)\nprint('done', file=sys.stderr)"
+    code = (
+        "import sys\nticks = globals().get('ticks', 0) + 1\n"
+        "for i in range(3):\n    print('tick', i)\nprint('done', file=sys.stderr)"
+    )
     streamed = await client.call_tool("execute_code", {"code": code}, progress_callback=on_progress)
     assert not streamed.is_error and streamed.structured_content is not None, streamed.content
-    assert "".join(messages) == "tick 0\ntick 1\ntick 2\ndone\n"
+    # The first message names the execution (issue 31.3), then what the code printed.
+    execution_id = streamed.structured_content["executionId"]
+    assert messages[0] == f"execution {execution_id}" and "".join(messages[1:]) == "tick 0\ntick 1\ntick 2\ndone\n"
     assert streamed.structured_content["stdout"] == "tick 0\ntick 1\ntick 2\n"
+    # The same code sent again with its executionId is that execution's outcome: it does not run again.
+    again = await client.call_tool("execute_code", {"code": code, "executionId": execution_id})
+    assert again.structured_content == streamed.structured_content
+    assert (await execute(client, "print(ticks)"))["stdout"] == "1\n"
+    other = await client.call_tool("execute_code", {"code": "print(2)", "executionId": execution_id})
+    assert other.is_error and "execution_id_in_use" in str(other.content)
 
 
 def test_stdio_session_and_nothing_left_after_the_client_leaves(state_home: Path) -> None:

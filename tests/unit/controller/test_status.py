@@ -164,3 +164,13 @@ def test_an_unchanged_observation_changes_nothing() -> None:
     """The operator writes a status only when it differs: a second merge of the same observation is a no-op."""
     first = _merge({}, _observe(_job(), [_pod("Running")]), 1)
     assert _merge(first, _observe(_job(), [_pod("Running")]), 1) == first
+
+
+def test_a_status_an_older_operator_wrote_is_read_though_it_has_fields_this_one_dropped() -> None:
+    """The claim's policy models refuse unknown fields where users write them (a spec); in a status, written by an
+    earlier operator, an unknown field is ignored, or that task's reconcile would fail for ever."""
+    policy = {"mcpServers": ["crm"], "tools": {"allow": ["crm/*"], "deny": [], "retired": True}, "quota": 3}
+    claim = {"pool": "fast", "policy": policy, "podName": "p", "podUID": "u", "claimedBy": "v0"}
+    status = AgentTaskStatus.of({"status": {"phase": "Running", "claim": claim, "retiredField": 1}})
+    assert status.claim is not None and status.claim.pod_uid == "u"
+    assert status.claim.policy.tools.allow == ["crm/*"] and status.claim.policy.mcp_servers == ["crm"]
