@@ -17,6 +17,7 @@ from mcpexec.api.meta import AGENTSESSION_PLURAL
 from tests.e2e.faults.release_state import is_ready, pods, sessions_url
 from tests.e2e.release import API_VERSION, GROUP
 from tests.e2e.sessions import create_session, wait_session
+from tests.support.session_api import execute
 
 EXECUTION_ID_HEADER = "Mcpexec-Execution-Id"
 # The states an execution ends in, for its caller: `finished` (its outcome), `not_taken` (it never ran and never
@@ -42,6 +43,18 @@ def ready_session(namespace: str, name: str, pool: str, **spec: Any) -> Iterator
             return
         assert time.monotonic() < deadline, f"session {name}'s sandbox {sandbox} outlived it"
         time.sleep(0.5)
+
+
+def execute_until_queued(url: str, namespace: str, name: str, token: str, code: str) -> httpx.Response:
+    """POST execute until the session store takes it: a 503 `session_store_unavailable` says nothing was queued (state
+    `not_taken`: Redis could not be reached, or a replica's connection to it had not yet found out it restarted), so
+    asking again is safe."""
+    deadline = time.monotonic() + 120
+    with httpx.Client() as http:
+        while (answer := execute(http, url, namespace, name, token, code)).status_code == 503:
+            assert _state(answer) == "not_taken" and time.monotonic() < deadline, answer.text
+            time.sleep(0.5)
+    return answer
 
 
 def execute_as(

@@ -30,7 +30,7 @@ pytestmark = pytest.mark.e2e
 TASK_CODE = """
 call_tool("rec/record", {"label": "kubelet-task-started"})
 import time
-time.sleep(20)
+time.sleep(15)
 print("label:", call_tool("rec/record", {"label": "kubelet-task-done"})["result"])
 """
 SESSION_CODE = "call_tool('rec/record', {'label': 'kubelet-session'})\nimport time\ntime.sleep(10)\nprint('done')"
