@@ -2,7 +2,7 @@
 PY := .venv/bin/python
 export PATH := $(CURDIR)/.venv/bin:$(PATH)
 
-.PHONY: rust-test install install-local install-demo test test-unit test-integration test-sandbox test-cluster crds images e2e lint bench demo clean
+.PHONY: rust-test install install-local install-demo test test-unit test-integration test-sandbox test-cluster crds images e2e faults lint bench demo clean
 
 install:
 	@bash tests/setup/install.sh
@@ -50,6 +50,11 @@ images: install-local
 # Only the real single-node cluster (containerd, gVisor shim, kubelet, CNI, NetworkPolicy enforcement).
 e2e: install
 	$(PY) -m pytest -q -m e2e tests/e2e
+
+# The whole fault tier on the e2e node (tests/e2e/faults: pods killed and deleted, Redis cut off and OOM-killed, the
+# operator killed through a burst, the kubelet restarted); `make test` and `make e2e` run its CI-sized part.
+faults: install
+	MCPEXEC_FAULTS=full $(PY) -m pytest -q -m e2e tests/e2e/faults
 
 lint: install-local
 	$(PY) -m ruff check mcpexec controller gateway runtime images tests

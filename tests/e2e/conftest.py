@@ -7,14 +7,13 @@ since they need root and the node takes minutes to build the first time.
 
 from __future__ import annotations
 
-import time
-import uuid
 from collections.abc import Iterator
 
 import pytest
 from kubernetes import client
 
 from tests.e2e.node import Node, node
+from tests.e2e.pods import create_namespace
 from tests.e2e.release import install_release
 
 
@@ -50,12 +49,6 @@ def core(e2e_node: Node) -> client.CoreV1Api:
 
 @pytest.fixture
 def namespace(core: client.CoreV1Api) -> Iterator[str]:
-    name = f"e2e-{uuid.uuid4().hex[:8]}"
-    core.create_namespace({"metadata": {"name": name}})
-    # Pods need the namespace's default ServiceAccount (made by kube-controller-manager).
-    deadline = time.monotonic() + 30
-    while not core.list_namespaced_service_account(name).items:
-        assert time.monotonic() < deadline, f"no default ServiceAccount in {name}"
-        time.sleep(0.2)
+    name = create_namespace(core)
     yield name
     core.delete_namespace(name)

@@ -1,8 +1,9 @@
-"""Pods for the e2e tests: busybox pods (gVisor unless told otherwise), waiting, logs."""
+"""Pods for the e2e tests: busybox pods (gVisor unless told otherwise), waiting, logs; a namespace to run them in."""
 
 from __future__ import annotations
 
 import time
+import uuid
 from typing import Any
 
 from kubernetes import client
@@ -53,3 +54,15 @@ def run_to_completion(core: client.CoreV1Api, ns: str, body: dict[str, Any], tim
     print(f"pod {name} ({body['spec']['runtimeClassName'] or 'runc'}) done in {time.monotonic() - started:.1f}s")
     assert done.status.phase == "Succeeded", f"pod {name} failed: {done.status}; log:\n{log}"
     return log
+
+
+def create_namespace(core: client.CoreV1Api) -> str:
+    """A new namespace, once pods can run in it: they need its default ServiceAccount (made by
+    kube-controller-manager)."""
+    name = f"e2e-{uuid.uuid4().hex[:8]}"
+    core.create_namespace({"metadata": {"name": name}})
+    deadline = time.monotonic() + 30
+    while not core.list_namespaced_service_account(name).items:
+        assert time.monotonic() < deadline, f"no default ServiceAccount in {name}"
+        time.sleep(0.2)
+    return name

@@ -9,6 +9,8 @@ import time
 from typing import Any
 
 from kubernetes import client
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
 
 from tests.e2e.node import Node
 from tests.e2e.node_artifacts import PROJECT_VERSION, project_image
@@ -22,12 +24,13 @@ RELEASE_NAMESPACE = "mcpexec-system"
 WORKSPACE_SIZE = "32Mi"  # the release's (tasks.workspaceSize): small, so a task can go over it quickly
 VAULT = f"mcpexec-redis.{RELEASE_NAMESPACE}.svc.cluster.local"  # the chart's bundled Redis Service
 REDIS_CLAIM, REDIS_UID = "mcpexec-redis-data", 999  # the bundled Redis' claim (its append-only file) and user
+REDIS_DATA = "redis-data"  # the hostPath volume bound to that claim, in the node's directory
 
 
 def redis_volume(e2e_node: Node) -> None:
     """No provisioner on this node: the bundled Redis' claim is bound to a hostPath volume in the node's directory,
     owned by Redis' user (a hostPath is not chowned to the pod's fsGroup)."""
-    volume = e2e_node.workdir / "redis-data"
+    volume = e2e_node.workdir / REDIS_DATA
     volume.mkdir(exist_ok=True)
     os.chown(volume, REDIS_UID, REDIS_UID)
     client.CoreV1Api().create_persistent_volume({
@@ -100,3 +103,11 @@ def crm_server(core: client.CoreV1Api, custom: client.CustomObjectsApi, namespac
         time.sleep(0.5)
         running = core.read_namespaced_pod("crm", namespace)
     return str(running.status.pod_ip)
+
+
+async def sent_messages(url: str) -> list[dict[str, Any]]:
+    """The demo MCP server's outbox (what `send_message` received), asked from the host at the pod's `url`."""
+    async with Client(streamable_http_client(url), mode="legacy", cache=None) as crm:
+        answer = await crm.call_tool("sent_messages", {})
+    assert answer.structured_content is not None, answer
+    return list(answer.structured_content["result"])

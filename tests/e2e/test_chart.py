@@ -17,15 +17,13 @@ from typing import Any
 import pytest
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
-from mcp import Client
-from mcp.client.streamable_http import streamable_http_client
 
 from runtime.contract import SANDBOX_UID
 from tests.e2e.node import Node
 from tests.e2e.node_artifacts import PROJECT_VERSION, kubectl_binary
 from tests.e2e.node_network import host_ip
 from tests.e2e.pods import pod, run_to_completion
-from tests.e2e.release import API_VERSION, GROUP, PLURAL, VAULT, crm_server, wait_task
+from tests.e2e.release import API_VERSION, GROUP, PLURAL, VAULT, crm_server, sent_messages, wait_task
 
 pytestmark = pytest.mark.e2e
 
@@ -105,13 +103,6 @@ def _audit_records_by_replica(core: client.CoreV1Api, release: str, task_id: str
     return counts
 
 
-async def _sent_messages(url: str) -> list[dict[str, Any]]:
-    async with Client(streamable_http_client(url), mode="legacy", cache=None) as crm:
-        answer = await crm.call_tool("sent_messages", {})
-    assert answer.structured_content is not None, answer
-    return list(answer.structured_content["result"])
-
-
 def test_a_task_calls_a_real_mcp_server_through_the_gateway_and_reaches_nothing_else(
     e2e_node: Node, release: str, core: client.CoreV1Api, namespace: str
 ) -> None:
@@ -163,7 +154,7 @@ def test_a_task_calls_a_real_mcp_server_through_the_gateway_and_reaches_nothing_
         time.sleep(1)
     assert server_status["status"]["toolCount"] == 5, server_status.get("status")
     # The tool itself got the real address back (asked from the host, which the pod network lets in).
-    outbox = asyncio.run(_sent_messages(f"http://{crm_ip}:8080/mcp"))
+    outbox = asyncio.run(sent_messages(f"http://{crm_ip}:8080/mcp"))
     assert [m["to"] for m in outbox] == ["alice.martin@example.com"], outbox
     reach = " ".join(f"{name}=closed" for name, _, _ in targets)
     assert f"reach: gateway=open {reach}" in result, result
@@ -331,7 +322,7 @@ def test_a_hostile_task_against_the_shared_gateway(
     assert "digits: [20000]" in result, result
     assert result.count("error: invalid_arguments (422)") == 2, result
     assert "alice.martin" not in result.lower() and "DE89370400440532013000" not in result, result
-    outbox = asyncio.run(_sent_messages(f"http://{crm_ip}:8080/mcp"))
+    outbox = asyncio.run(sent_messages(f"http://{crm_ip}:8080/mcp"))
     assert [m["subject"] for m in outbox] == ["glue", "digits"], outbox
     assert outbox[0]["body"].startswith("alice.martin@example.com_DE89370400440532013000"), outbox
 

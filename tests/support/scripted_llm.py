@@ -71,8 +71,13 @@ def _message(body: dict[str, Any], reply: str, number: int, usage: dict[str, int
 
 class ScriptedLLM:
     def __init__(
-        self, replies: list[Reply] | Responder, api: Literal["openai", "anthropic"] = "openai", usage: Usage = USAGE
+        self,
+        replies: list[Reply] | Responder,
+        api: Literal["openai", "anthropic"] = "openai",
+        usage: Usage = USAGE,
+        host: str = "127.0.0.1",
     ) -> None:
+        """`host`: the address it listens on (loopback; the e2e node's address for its gateway pods)."""
         self.requests: list[tuple[dict[str, str], dict[str, Any]]] = []
         self.api = api
         llm = self
@@ -108,8 +113,8 @@ class ScriptedLLM:
             def log_message(self, *_args: object) -> None:
                 return None
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        root = f"http://127.0.0.1:{self.server.server_address[1]}"
+        self.server = ThreadingHTTPServer((host, 0), Handler)
+        root = f"http://{host}:{self.server.server_address[1]}"
         self.url = root if api == "anthropic" else root + "/v1"
 
     def upstream(self, key: str = "sk-test-upstream", **settings: Any) -> LLMUpstream:
