@@ -138,6 +138,22 @@ def _ready_session(namespace: str, name: str, pod: dict[str, Any], **spec: Any) 
     return created
 
 
+@contextmanager
+def _served_pool(cluster: ControlPlane, namespace: str) -> Iterator[tuple[SessionsGateway, Any]]:
+    """A warm pool of one sandbox (the real runtime as a local process holding its pod-bound token) served by a
+    sessions gateway, and the crm server its template names; the gateway and the pool's pod."""
+    pod = warm_pool(namespace, POOL, 1, mcpServers=["crm"])[0]
+    crm_port, gateway_port = free_port(), free_port()
+    _crm_server(namespace, crm_port)
+    plain: dict[str, Any] = client.ApiClient().sanitize_for_serialization(pod)
+    with (
+        demo_over_http(crm_port),
+        SessionsGateway(cluster, gateway_port) as gateway,
+        pool_runtime(_pod_token(namespace, plain), gateway_port),
+    ):
+        yield gateway, pod
+
+
 def _session_gone(namespace: str, name: str) -> bool:
     try:
         session_status(namespace, name)
@@ -222,15 +238,7 @@ def test_the_mcp_front_door_creates_a_session_for_its_client_and_deletes_it_afte
 ) -> None:
     role = _session_user_role()
     alice, mallory = _user(namespace, "alice", role), _user(namespace, "mallory", None)
-    pod = warm_pool(namespace, POOL, 1, mcpServers=["crm"])[0]
-    crm_port, gateway_port = free_port(), free_port()
-    _crm_server(namespace, crm_port)
-    plain: dict[str, Any] = client.ApiClient().sanitize_for_serialization(pod)
-    with (
-        demo_over_http(crm_port),
-        SessionsGateway(cluster, gateway_port) as gateway,
-        pool_runtime(_pod_token(namespace, plain), gateway_port),
-    ):
+    with _served_pool(cluster, namespace) as (gateway, pod):
         url = f"{gateway.people_url}/mcp/{namespace}/{POOL}"
 
         async def use(token: str) -> tuple[list[str], str, str]:
@@ -273,15 +281,7 @@ def test_an_mcp_session_answers_only_its_own_caller_on_its_own_path_delete_inclu
     elsewhere = kube.create_namespace()
     try:
         bob_there = _user(elsewhere, "bob", role)
-        pod = warm_pool(namespace, POOL, 1, mcpServers=["crm"])[0]
-        crm_port, gateway_port = free_port(), free_port()
-        _crm_server(namespace, crm_port)
-        plain: dict[str, Any] = client.ApiClient().sanitize_for_serialization(pod)
-        with (
-            demo_over_http(crm_port),
-            SessionsGateway(cluster, gateway_port) as gateway,
-            pool_runtime(_pod_token(namespace, plain), gateway_port),
-        ):
+        with _served_pool(cluster, namespace) as (gateway, _pod):
             url = f"{gateway.people_url}/mcp/{namespace}/{POOL}"
             intruders = [
                 (bob_there, f"{gateway.people_url}/mcp/{elsewhere}/{POOL}"),
