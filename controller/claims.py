@@ -10,16 +10,19 @@ or, when the task launched otherwise meanwhile, the sweep deletes it (controller
 from __future__ import annotations
 
 import math
+import threading
 from typing import Any
 
 from controller import manifests
 from controller.kube import Cluster
 from controller.naming import idle_selector
 from controller.pools import made, ready
-from mcpexec.api.meta import CLAIMED, SANDBOX_STATE_LABEL, TEMPLATE_HASH_LABEL
+from mcpexec.api.meta import CLAIMED, IDLE, SANDBOX_STATE_LABEL, TEMPLATE_HASH_LABEL
 from mcpexec.api.timestamps import seconds_since
 
 Pod = dict[str, Any]
+_TRYING: set[str] = set()  # uids of the pods a claim of this process is patching now
+_TRYING_LOCK = threading.Lock()
 
 
 def _seconds_since(timestamp: str | None) -> float:
@@ -60,13 +63,13 @@ def claimed_by(cluster: Cluster, pool: dict[str, Any], claimant: manifests.Claim
     return None
 
 
-def candidates(cluster: Cluster, pool: dict[str, Any], template_hash: str) -> list[Pod]:
-    """The pool's ready idle sandboxes made from its current template, oldest first: what a claim may take."""
+def _claimable(pods: list[Pod], pool: dict[str, Any], template_hash: str) -> list[Pod]:
     trusted = made(pool)
     found = [
         pod
-        for pod in cluster.pods(pool["metadata"]["namespace"], idle_selector(pool["metadata"]["name"]))
-        if ready(pod)
+        for pod in pods
+        if (pod["metadata"].get("labels") or {}).get(SANDBOX_STATE_LABEL) == IDLE
+        and ready(pod)
         and pod["metadata"]["uid"] in trusted
         and not pod["metadata"].get("deletionTimestamp")
         and (pod["metadata"].get("labels") or {}).get(TEMPLATE_HASH_LABEL) == template_hash
@@ -74,10 +77,55 @@ def candidates(cluster: Cluster, pool: dict[str, Any], template_hash: str) -> li
     return sorted(found, key=lambda p: (p["metadata"].get("creationTimestamp") or "", p["metadata"]["name"]))
 
 
-def claim_first(cluster: Cluster, pods: list[Pod], claimant: manifests.Claimant, timeout_seconds: int) -> Pod | None:
-    """Claim the first of `pods` (candidates) no one else claimed meanwhile; None when all were taken."""
+def candidates(cluster: Cluster, pool: dict[str, Any], template_hash: str, fresh: bool = False) -> list[Pod]:
+    """The pool's ready idle sandboxes made from its current template, oldest first: what a claim may take. As last
+    seen (controller/store.py); none there, or `fresh`: as the API server has them and the pool now (the store may
+    lag a sandbox just made ready, or the pool's status that trusts it)."""
+    meta = pool["metadata"]
+    if not fresh:
+        seen = _claimable(
+            cluster.pool_pods(meta["namespace"], meta["name"], idle_selector(meta["name"])), pool, template_hash
+        )
+        if seen:
+            return seen
+    current = cluster.read_pool(meta["namespace"], meta["name"]) or pool
+    return _claimable(cluster.pods(meta["namespace"], idle_selector(meta["name"])), current, template_hash)
+
+
+def claim_first(
+    cluster: Cluster,
+    pool: dict[str, Any],
+    template_hash: str,
+    pods: list[Pod],
+    claimant: manifests.Claimant,
+    timeout_seconds: int,
+) -> Pod | None:
+    """Claim the first of `pods` (candidates) no one else claimed meanwhile; when every one was taken or had changed,
+    the first of the pool's candidates as the API server has them now; None when those went too."""
+    claimed = _claim_one(cluster, pods, claimant, timeout_seconds)
+    if claimed is None and pods:
+        tried = {pod["metadata"]["uid"] for pod in pods}
+        fresh = [
+            pod for pod in candidates(cluster, pool, template_hash, fresh=True) if pod["metadata"]["uid"] not in tried
+        ]
+        claimed = _claim_one(cluster, fresh, claimant, timeout_seconds)
+    return claimed
+
+
+def _claim_one(cluster: Cluster, pods: list[Pod], claimant: manifests.Claimant, timeout_seconds: int) -> Pod | None:
+    """A pod another claim of this operator is patching is passed over, so concurrent claims try different pods
+    instead of all racing for the oldest (the patch, conditioned on what was read, keeps two claims from one pod)."""
     for pod in pods:
-        claimed = cluster.patch_pod_if_unchanged(pod, claim_patch(pod, claimant, timeout_seconds))
+        uid = pod["metadata"]["uid"]
+        with _TRYING_LOCK:
+            if uid in _TRYING:
+                continue
+            _TRYING.add(uid)
+        try:
+            claimed = cluster.patch_pod_if_unchanged(pod, claim_patch(pod, claimant, timeout_seconds))
+        finally:
+            with _TRYING_LOCK:
+                _TRYING.discard(uid)
         if claimed is not None:
             return claimed
     return None
@@ -87,4 +135,5 @@ def claim(
     cluster: Cluster, pool: dict[str, Any], template_hash: str, claimant: manifests.Claimant, timeout_seconds: int
 ) -> Pod | None:
     """Claim the oldest ready idle sandbox the pool made from its current template; None when there is none."""
-    return claim_first(cluster, candidates(cluster, pool, template_hash), claimant, timeout_seconds)
+    pods = candidates(cluster, pool, template_hash)
+    return claim_first(cluster, pool, template_hash, pods, claimant, timeout_seconds)

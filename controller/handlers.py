@@ -78,22 +78,39 @@ def reconcile(body: kopf.Body, memo: kopf.Memo, **_: Any) -> None:
     tasks.reconcile(memo.cluster, memo.settings, dict(body))
 
 
+def _keep(cluster: Cluster, kind: str, type: str | None, body: kopf.Body) -> None:
+    """What a watch event brought, into the store the reconciles read (controller/store.py)."""
+    if type == "DELETED":
+        cluster.store.drop(kind, body["metadata"]["namespace"], body["metadata"]["name"])
+    else:
+        cluster.store.put(kind, body)
+
+
 @kopf.on.event("batch", "v1", "jobs", labels=CHILD_LABELS)
 def job_changed(type: str | None, body: kopf.Body, memo: kopf.Memo, **_: Any) -> None:
-    """A Job's state as the event brings it (one read less); a deleted Job is looked for again."""
+    """A Job's state as the event brings it (no read); a deleted Job is looked for again."""
+    _keep(memo.cluster, "Job", type, body)
     job = None if type == "DELETED" else dict(body)
     tasks.sync(memo.cluster, body["metadata"]["namespace"], body["metadata"]["labels"][TASK_LABEL], job)
 
 
 @kopf.on.event("", "v1", "pods", labels=CHILD_LABELS)
-def pod_changed(body: kopf.Body, namespace: str | None, memo: kopf.Memo, **_: Any) -> None:
+def pod_changed(type: str | None, body: kopf.Body, memo: kopf.Memo, **_: Any) -> None:
+    _keep(memo.cluster, "Pod", type, body)
     tasks.sync(memo.cluster, body["metadata"]["namespace"], body["metadata"]["labels"][TASK_LABEL])
 
 
 @kopf.on.event(*TASKS)
-def count_phase(type: str | None, body: kopf.Body, **_: Any) -> None:
+async def task_seen(type: str | None, body: kopf.Body, memo: kopf.Memo, **_: Any) -> None:
+    """Every task event: into the store, and its phase into the metrics (in the event loop: no thread needed)."""
+    _keep(memo.cluster, "AgentTask", type, body)
     phase = AgentTaskStatus.of(dict(body)).phase or Phase.PENDING
     TASK_PHASES.observe(body["metadata"]["uid"], None if type == "DELETED" else phase.value)
+
+
+@kopf.on.event(*POOLS)
+async def pool_seen(type: str | None, body: kopf.Body, memo: kopf.Memo, **_: Any) -> None:
+    _keep(memo.cluster, "SandboxPool", type, body)
 
 
 def _sweep_pools(memo: kopf.Memo) -> None:
@@ -138,7 +155,8 @@ def pool_changed(name: str, namespace: str | None, memo: kopf.Memo, **_: Any) ->
 
 
 @kopf.on.event("", "v1", "pods", labels=POOL_POD_LABELS)
-def pool_pod_changed(body: kopf.Body, memo: kopf.Memo, **_: Any) -> None:
+def pool_pod_changed(type: str | None, body: kopf.Body, memo: kopf.Memo, **_: Any) -> None:
+    _keep(memo.cluster, "Pod", type, body)
     meta = body["metadata"]
     _reconcile_pool(memo, meta["namespace"], meta["labels"][POOL_LABEL])
 
@@ -163,8 +181,9 @@ def session_created(body: kopf.Body, memo: kopf.Memo, **_: Any) -> None:
 
 
 @kopf.on.event("", "v1", "pods", labels=SESSION_POD_LABELS)
-def session_pod_changed(body: kopf.Body, memo: kopf.Memo, **_: Any) -> None:
+def session_pod_changed(type: str | None, body: kopf.Body, memo: kopf.Memo, **_: Any) -> None:
     """A session's sandbox exited or went away: the session ends at once, not at the next sweep."""
+    _keep(memo.cluster, "Pod", type, body)
     meta = body["metadata"]
     document = memo.cluster.read_session(meta["namespace"], meta["labels"][SESSION_LABEL])
     if document is not None:

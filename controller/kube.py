@@ -18,8 +18,17 @@ from kubernetes.client.exceptions import ApiException
 
 from controller.manifests import Manifest
 from controller.naming import child_name
+from controller.store import Store
 from mcpexec.api.conditions import generation
-from mcpexec.api.meta import AGENTSESSION_PLURAL, AGENTTASK_PLURAL, GROUP, MANAGED_LABELS, SANDBOXPOOL_PLURAL, VERSION
+from mcpexec.api.meta import (
+    AGENTSESSION_PLURAL,
+    AGENTTASK_PLURAL,
+    GROUP,
+    MANAGED_LABELS,
+    POOL_LABEL,
+    SANDBOXPOOL_PLURAL,
+    VERSION,
+)
 from mcpexec.api.status import AgentSessionStatus, AgentTaskStatus, SandboxPoolStatus, Status
 
 log = logging.getLogger(__name__)
@@ -27,7 +36,11 @@ log = logging.getLogger(__name__)
 _CONFLICT_RETRIES = 5
 T = TypeVar("T")
 RUNTIME_CLASS_CACHE_SECONDS = 10.0
+# An object ensure() created or found is not asked for again this long (a pool's ServiceAccount and NetworkPolicy
+# were ensured on every one of its pods' events: four requests each time).
+ENSURED_CACHE_SECONDS = 60.0
 LIST_PAGE = 500
+JOB_NAME_LABEL = "job-name"  # set by the Job controller on a Job's pods
 
 
 @dataclass(frozen=True)
@@ -39,6 +52,13 @@ class StatusUpdate:
     before: AgentTaskStatus
     after: AgentTaskStatus
     written: bool
+
+
+def _discard(response: Any) -> None:
+    """An answer not needed (a create's echo): read off the connection, so it goes back to the pool, but never parsed
+    (building the client's models for a Job's echo cost more CPU than the rest of its reconcile)."""
+    response.drain_conn()
+    response.release_conn()
 
 
 class _Fenced(client.ApiClient):
@@ -69,11 +89,14 @@ def api_client(pool_size: int, before_call: Callable[[], None] | None = None) ->
 
 
 class Cluster:
-    """Typed access to the few APIs the operator uses."""
+    """Typed access to the few APIs the operator uses; `store` holds what its watches brought (controller/store.py),
+    read first by the methods that say so."""
 
     def __init__(self, api: client.ApiClient) -> None:
         self.api = api
+        self.store = Store({"Pod": (POOL_LABEL, JOB_NAME_LABEL)})
         self._runtime_classes_seen: dict[str, float] = {}
+        self._ensured: dict[tuple[str, str, str, str | None], float] = {}
         self.core = client.CoreV1Api(self.api)
         self.batch = client.BatchV1Api(self.api)
         self.net = client.NetworkingV1Api(self.api)
@@ -96,7 +119,7 @@ class Cluster:
             "Job": (self.batch.create_namespaced_job, self.batch.read_namespaced_job),
         }
 
-    def ensure(self, manifest: Manifest, owner_uid: str | None) -> dict[str, Any]:
+    def ensure(self, manifest: Manifest, owner_uid: str | None) -> None:
         """Create the object, or find the one a previous reconcile made.
 
         An existing object with that name that belongs to someone else (another task's leftover, a user's
@@ -104,19 +127,26 @@ class Cluster:
         """
         create, read = self._creators()[manifest["kind"]]
         meta = manifest["metadata"]
+        key = (manifest["kind"], meta["namespace"], meta["name"], owner_uid)
+        if time.monotonic() - self._ensured.get(key, -ENSURED_CACHE_SECONDS) < ENSURED_CACHE_SECONDS:
+            return
         try:
-            return self.to_dict(create(meta["namespace"], manifest))
+            _discard(create(meta["namespace"], manifest, _preload_content=False))
         except ApiException as exc:
             if exc.status != 409:
                 raise
-        existing = self.to_dict(read(meta["name"], meta["namespace"]))
-        owners = {ref.get("uid") for ref in existing["metadata"].get("ownerReferences") or []}
-        if owner_uid is not None and owner_uid not in owners:
-            raise kopf.TemporaryError(
-                f"{manifest['kind']} {meta['name']} exists and is not owned by this AgentTask; waiting for it to go",
-                delay=5,
-            )
-        return existing
+            existing = self.to_dict(read(meta["name"], meta["namespace"]))
+            owners = {ref.get("uid") for ref in existing["metadata"].get("ownerReferences") or []}
+            if owner_uid is not None and owner_uid not in owners:
+                message = f"{manifest['kind']} {meta['name']} exists and is not owned by this AgentTask"
+                raise kopf.TemporaryError(f"{message}; waiting for it to go", delay=5) from None
+        self._remember_ensured(key)
+
+    def _remember_ensured(self, key: tuple[str, str, str, str | None]) -> None:
+        at = time.monotonic()
+        if len(self._ensured) > 10_000:  # tasks' objects are ensured once each: forget the old ones
+            self._ensured = {k: t for k, t in self._ensured.items() if at - t < ENSURED_CACHE_SECONDS}
+        self._ensured[key] = at
 
     def runtime_class_exists(self, name: str) -> bool:
         """Positive answers are cached briefly: a RuntimeClass deleted meanwhile still fails closed, since
@@ -152,7 +182,41 @@ class Cluster:
             raise
 
     def read_task(self, namespace: str, name: str) -> dict[str, Any] | None:
-        return self._read_ours(AGENTTASK_PLURAL, namespace, name)
+        """The task as the API server has it now (and so in the store)."""
+        return self._kept("AgentTask", namespace, name, self._read_ours(AGENTTASK_PLURAL, namespace, name))
+
+    def _kept(self, kind: str, namespace: str, name: str, found: dict[str, Any] | None) -> dict[str, Any] | None:
+        if found is None:
+            self.store.drop(kind, namespace, name)
+        else:
+            self.store.put(kind, found)
+        return found
+
+    def task(self, namespace: str, name: str) -> dict[str, Any] | None:
+        """The task as last seen (the store), else as read."""
+        return self.store.get("AgentTask", namespace, name) or self.read_task(namespace, name)
+
+    def job(self, namespace: str, name: str) -> dict[str, Any] | None:
+        """A Job as last seen, else as read."""
+        return self.store.get("Job", namespace, name) or self.read_job(namespace, name)
+
+    def pod(self, namespace: str, name: str) -> dict[str, Any] | None:
+        """A pod as last seen, else as read."""
+        return self.store.get("Pod", namespace, name) or self.read_pod(namespace, name)
+
+    def pool(self, namespace: str, name: str) -> dict[str, Any] | None:
+        """A SandboxPool as last seen, else as read."""
+        return self.store.get("SandboxPool", namespace, name) or self.read_pool(namespace, name)
+
+    def job_pods(self, namespace: str, job_name: str) -> list[dict[str, Any]]:
+        """A Job's pods as last seen, else as listed."""
+        seen = self.store.labelled("Pod", namespace, JOB_NAME_LABEL, job_name)
+        return seen if seen is not None else self.pods(namespace, f"{JOB_NAME_LABEL}={job_name}")
+
+    def pool_pods(self, namespace: str, pool_name: str, selector: str) -> list[dict[str, Any]]:
+        """A pool's pods as last seen (`selector`'s other labels are the caller's to check), else as listed."""
+        seen = self.store.labelled("Pod", namespace, POOL_LABEL, pool_name)
+        return seen if seen is not None else self.pods(namespace, selector)
 
     def _list_ours(self, plural: str) -> list[dict[str, Any]]:
         """Every one of our resources of a kind, cluster-wide."""
@@ -204,10 +268,11 @@ class Cluster:
         """Write `change(status, generation)` (controller/status.py: merge) to the task's status subresource, unless it
         is the status as it is; None when the task is gone. `known`: the task as the caller just read it, tried first
         (no read of its own: a conflict, when it changed since, reads it again)."""
-        first = [known] if known is not None else []
+        cached = known if known is not None else self.store.get("AgentTask", namespace, name)
+        first = [cached] if cached is not None else []
 
         def attempt() -> StatusUpdate | None:
-            task = first.pop() if first else self.read_task(namespace, name)
+            task = first.pop() if first else self.read_task(namespace, name)  # a conflict: read it afresh
             if task is None:
                 return None
             current = AgentTaskStatus.of(task)
@@ -223,7 +288,9 @@ class Cluster:
                 if exc.status == 404:
                     return None
                 raise
-            return StatusUpdate(cast(dict[str, Any], written), current, new, written=True)
+            document = cast(dict[str, Any], written)
+            self.store.put("AgentTask", document)
+            return StatusUpdate(document, current, new, written=True)
 
         return self._until_no_conflict(f"status of {namespace}/{name}", attempt)
 
@@ -297,26 +364,29 @@ class Cluster:
     def record_event(self, obj: dict[str, Any], reason: str, message: str, warning: bool = False) -> None:
         """A Kubernetes Event about one of our resources (an AgentTask, a SandboxPool), for `kubectl describe`."""
         meta = obj["metadata"]
-        stamp = datetime.now(UTC)
-        event = client.CoreV1Event(
-            metadata=client.V1ObjectMeta(generate_name=f"{meta['name']}.", namespace=meta["namespace"]),
-            involved_object=client.V1ObjectReference(
-                api_version=obj["apiVersion"],
-                kind=obj["kind"],
-                name=meta["name"],
-                namespace=meta["namespace"],
-                uid=meta["uid"],
-            ),
-            reason=reason,
-            message=message,
-            type="Warning" if warning else "Normal",
-            source=client.V1EventSource(component="mcpexec-operator"),
-            first_timestamp=stamp,
-            last_timestamp=stamp,
-            count=1,
-        )
+        stamp = datetime.now(UTC).isoformat(timespec="microseconds").replace("+00:00", "Z")
+        event = {
+            "apiVersion": "v1",
+            "kind": "Event",
+            "metadata": {"generateName": f"{meta['name']}.", "namespace": meta["namespace"]},
+            "involvedObject": {
+                "apiVersion": obj["apiVersion"],
+                "kind": obj["kind"],
+                "name": meta["name"],
+                "namespace": meta["namespace"],
+                "uid": meta["uid"],
+            },
+            "reason": reason,
+            "message": message,
+            "type": "Warning" if warning else "Normal",
+            "source": {"component": "mcpexec-operator"},
+            "firstTimestamp": stamp,
+            "lastTimestamp": stamp,
+            "count": 1,
+        }
+        create: Callable[..., Any] = self.core.create_namespaced_event  # takes the plain manifest, as ensure() does
         try:
-            self.core.create_namespaced_event(meta["namespace"], event)
+            _discard(create(meta["namespace"], event, _preload_content=False))
         except ApiException as exc:  # an event is a courtesy; the status already holds the truth
             log.warning("could not record event for %s/%s: %s", meta["namespace"], meta["name"], exc.status)
 
@@ -373,10 +443,13 @@ class Cluster:
         meta = pod["metadata"]
         body = {**patch, "metadata": {**patch.get("metadata", {}), "resourceVersion": meta["resourceVersion"]}}
         try:
-            answer = self.core.patch_namespaced_pod(
-                meta["name"], meta["namespace"], body, _content_type="application/merge-patch+json"
+            answer = self.to_dict(
+                self.core.patch_namespaced_pod(
+                    meta["name"], meta["namespace"], body, _content_type="application/merge-patch+json"
+                )
             )
-            return self.to_dict(answer)
+            self.store.put("Pod", answer)
+            return answer
         except ApiException as exc:
             if exc.status in (404, 409):
                 return None

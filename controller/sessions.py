@@ -108,7 +108,7 @@ def reconcile(cluster: Cluster, settings: OperatorSettings, document: dict[str, 
         end(cluster, document, Reason.INVALID_SPEC, message)
         return
     namespace, pool_name = session.metadata.namespace, session.spec.pool_ref.name
-    pool_document = cluster.read_pool(namespace, pool_name)
+    pool_document = cluster.pool(namespace, pool_name)
     if pool_document is None or pool_document["metadata"].get("deletionTimestamp"):
         message = f"SandboxPool {pool_name!r} not found in {namespace}"
         _wait(cluster, document, Reason.SANDBOX_POOL_NOT_FOUND, message)
@@ -161,7 +161,7 @@ def _sandbox_gone(cluster: Cluster, document: dict[str, Any]) -> str | None:
     """Why the session's claimed sandbox can serve it no more (None: it still can)."""
     claim = AgentSessionStatus.of(document).claim
     assert claim is not None and claim.pod_name, "checked for a claimed session only"
-    pod = cluster.read_pod(document["metadata"]["namespace"], claim.pod_name)
+    pod = cluster.pod(document["metadata"]["namespace"], claim.pod_name)
     if pod is None or pod["metadata"]["uid"] != claim.pod_uid:
         return f"the session's sandbox pod {claim.pod_name} was deleted"
     if pod["metadata"].get("deletionTimestamp"):

@@ -12,6 +12,7 @@ a task twice.
 from __future__ import annotations
 
 import logging
+import threading
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -48,6 +49,8 @@ POOL_WAIT_RETRY_SECONDS = 1
 # Pool sandboxes claimed by a task (a session's carry SESSION_LABEL instead), not yet finished.
 CLAIMED_TASK_PODS = f"{SANDBOX_STATE_LABEL}={CLAIMED},{TASK_LABEL}"
 ALIVE = "status.phase!=Succeeded,status.phase!=Failed"
+# One sync of a task at a time (its Job's and its pods' events come in parallel): no conflicts among them.
+_SYNC_LOCKS = [threading.Lock() for _ in range(64)]
 log = logging.getLogger(__name__)
 
 
@@ -281,7 +284,7 @@ def _run_pooled(
     taken before either launch; a task that waits gives it back (nothing launched), or takes none when no sandbox
     was there to try."""
     assert spec.pool_ref is not None
-    pool_document = cluster.read_pool(task.namespace, spec.pool_ref.name)
+    pool_document = cluster.pool(task.namespace, spec.pool_ref.name)
     if pool_document is None or pool_document["metadata"].get("deletionTimestamp"):
         message = f"SandboxPool {spec.pool_ref.name!r} not found in namespace {task.namespace}"
         _cannot_run(cluster, document, spec, Reason.SANDBOX_POOL_NOT_FOUND, message)
@@ -304,7 +307,8 @@ def _run_pooled(
         _cannot_run(cluster, document, spec, Reason.MCP_SERVER_NOT_FOUND, message)
         return
     cold = pooled_spec(template, spec)
-    idle = claims.candidates(cluster, pool_document, template_hash(template))
+    current = template_hash(template)
+    idle = claims.candidates(cluster, pool_document, current)
     waits = pool.spec.when_empty is WhenEmpty.WAIT
     taken: runs.Taken | None
     if waits and not idle:  # nothing to launch now: the name is looked at, not taken (it may have been, earlier)
@@ -325,7 +329,7 @@ def _run_pooled(
         if found.pod is not None:
             _claimed(cluster, settings, document, task, spec, ceiling, found.pod)
             return
-    pod = claims.claim_first(cluster, idle, task, spec.timeout_seconds) if idle else None
+    pod = claims.claim_first(cluster, pool_document, current, idle, task, spec.timeout_seconds) if idle else None
     if pod is not None:
         _claimed(cluster, settings, document, task, spec, ceiling, pod)
         return
@@ -386,19 +390,24 @@ def _claimed(
 def sync(cluster: Cluster, namespace: str, name: str, job: dict[str, Any] | None = None) -> None:
     """Fold the Job's and its pod's state into the task's status (only for the Job this task owns), or the state of
     the pool sandbox it claimed. `job`: the task's Job as a watch event just brought it (else it is read)."""
-    task = cluster.read_task(namespace, name)
+    with _SYNC_LOCKS[hash((namespace, name)) % len(_SYNC_LOCKS)]:
+        _sync(cluster, namespace, name, job)
+
+
+def _sync(cluster: Cluster, namespace: str, name: str, job: dict[str, Any] | None) -> None:
+    task = cluster.task(namespace, name)
     if task is None:
         return
     claim = AgentTaskStatus.of(task).claim
     if claim is not None and claim.pod_name:
-        pod = cluster.read_pod(namespace, claim.pod_name)
+        pod = cluster.pod(namespace, claim.pod_name)
         if pod is not None and pod["metadata"]["uid"] != claim.pod_uid:
             pod = None
         if write_status(cluster, namespace, name, observe_sandbox(pod), known=task) is not None:
             STATUS_SYNCS.inc()
         return
     if job is None or job["metadata"]["name"] != child_name(name):
-        job = cluster.read_job(namespace, child_name(name))
+        job = cluster.job(namespace, child_name(name))
     if job is None:
         return
     owners = {ref.get("uid") for ref in job["metadata"].get("ownerReferences") or []}
@@ -406,7 +415,7 @@ def sync(cluster: Cluster, namespace: str, name: str, job: dict[str, Any] | None
         return
     counts = job.get("status") or {}
     started = any(counts.get(key) for key in ("active", "succeeded", "failed", "conditions"))
-    pods = cluster.pods(namespace, f"job-name={child_name(name)}") if started else []  # none before it counts one
+    pods = cluster.job_pods(namespace, child_name(name)) if started else []  # none before it counts one
     observed = observe(job, pods)
     if AgentTaskStatus.of(task).launch_type is None:  # the reconcile that created the Job stopped before saying so
         spec = AgentTaskSpec.model_validate(dict(task["spec"]))

@@ -25,7 +25,7 @@ from pathlib import Path
 import yaml
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
-from kubernetes import config
+from kubernetes import client, config
 
 from tests.support.components import REPO, free_port
 
@@ -58,13 +58,15 @@ class ControlPlane:
 
     @contextmanager
     def as_default_client(self) -> Iterator[None]:
-        """KUBECONFIG and the kubernetes client's default configuration point here while inside."""
-        old = os.environ.get("KUBECONFIG")
+        """KUBECONFIG and the kubernetes client's default configuration point here while inside (both as they were
+        after)."""
+        old, old_default = os.environ.get("KUBECONFIG"), client.Configuration.get_default_copy()
         os.environ["KUBECONFIG"] = str(self.kubeconfig)
         config.load_kube_config(config_file=str(self.kubeconfig))
         try:
             yield
         finally:
+            client.Configuration.set_default(old_default)
             if old is None:
                 os.environ.pop("KUBECONFIG", None)
             else:
