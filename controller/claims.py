@@ -100,9 +100,9 @@ def claim_first(
     claimant: manifests.Claimant,
     timeout_seconds: int,
 ) -> Pod | None:
-    """Claim the first of `pods` (candidates) no one else claimed meanwhile; when every one was taken or had changed,
+    """Claim the first of `pods` (candidates, as last seen); when it was taken or had changed since (the store lags),
     the first of the pool's candidates as the API server has them now; None when those went too."""
-    claimed = _claim_one(cluster, pods, claimant, timeout_seconds)
+    claimed = _claim_one(cluster, pods, claimant, timeout_seconds, attempts=1)
     if claimed is None and pods:
         tried = {pod["metadata"]["uid"] for pod in pods}
         fresh = [
@@ -112,15 +112,22 @@ def claim_first(
     return claimed
 
 
-def _claim_one(cluster: Cluster, pods: list[Pod], claimant: manifests.Claimant, timeout_seconds: int) -> Pod | None:
-    """A pod another claim of this operator is patching is passed over, so concurrent claims try different pods
-    instead of all racing for the oldest (the patch, conditioned on what was read, keeps two claims from one pod)."""
+def _claim_one(
+    cluster: Cluster, pods: list[Pod], claimant: manifests.Claimant, timeout_seconds: int, attempts: int = 0
+) -> Pod | None:
+    """The first of `pods` that a patch claims, within `attempts` patches (0: any number). A pod another claim of
+    this operator is patching is passed over, so concurrent claims try different pods instead of all racing for the
+    oldest (the patch, conditioned on what was read, keeps two claims from one pod)."""
+    tried = 0
     for pod in pods:
+        if attempts and tried >= attempts:
+            return None
         uid = pod["metadata"]["uid"]
         with _TRYING_LOCK:
             if uid in _TRYING:
                 continue
             _TRYING.add(uid)
+        tried += 1
         try:
             claimed = cluster.patch_pod_if_unchanged(pod, claim_patch(pod, claimant, timeout_seconds))
         finally:

@@ -18,7 +18,7 @@ from prometheus_client import start_http_server
 
 from controller import pools, runs, sessions, tasks
 from controller.diffbase import DigestedDiffBaseStorage
-from controller.kube import Cluster, api_client
+from controller.kube import EVENT_THREADS, SIDE_THREADS, Cluster, api_client
 from controller.metrics import POOL_SANDBOXES, TASK_PHASES
 from controller.settings import OperatorSettings
 from mcpexec.api.agenttask import Phase
@@ -41,7 +41,7 @@ SESSIONS = (GROUP, VERSION, AGENTSESSION_PLURAL)
 SESSION_POD_LABELS: dict[str, Any] = {**MANAGED_LABELS, SESSION_LABEL: kopf.PRESENT}
 CHILD_LABELS: dict[str, Any] = {**MANAGED_LABELS, TASK_LABEL: kopf.PRESENT}
 POOL_POD_LABELS: dict[str, Any] = {**MANAGED_LABELS, POOL_LABEL: kopf.PRESENT}
-HANDLER_THREADS = 16
+HANDLER_THREADS = 32
 logger = logging.getLogger(__name__)
 _metrics_started: set[int] = set()
 
@@ -54,7 +54,8 @@ def configure(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) -> Non
     settings.execution.max_workers = HANDLER_THREADS
     memo.settings = OperatorSettings()
     elector = memo.get("elector")  # set by controller/__main__.py when replicas elect a leader
-    memo.cluster = Cluster(api_client(HANDLER_THREADS + 4, before_call=elector.check if elector else None))
+    connections = HANDLER_THREADS + SIDE_THREADS + EVENT_THREADS + 4  # one each, never a fresh TLS handshake
+    memo.cluster = Cluster(api_client(connections, before_call=elector.check if elector else None))
     memo.pool_locks = {}
     for wanted in memo.settings.generated_secrets:
         value = secrets.token_urlsafe(wanted.bytes)

@@ -266,9 +266,13 @@ def _run_cold(
         write_status(cluster, task.namespace, task.name, AgentTaskStatus(claim=claim), known=document)
     if spec.skills is not None:
         cluster.ensure(manifests.skills_claim(task.namespace, spec.skills), owner_uid=None)
-    cluster.ensure(manifests.service_account(task), task.uid)
-    cluster.ensure(manifests.task_config(task, spec), task.uid)
-    cluster.ensure(manifests.network_policy(task, settings), task.uid)
+    # The Job last: its pod needs its ServiceAccount and config, and is confined by its NetworkPolicy from the start.
+    confined = [
+        manifests.service_account(task),
+        manifests.task_config(task, spec),
+        manifests.network_policy(task, settings),
+    ]
+    cluster.ensure_all(confined, task.uid)
     cluster.ensure(manifests.job(task, spec, settings), task.uid)
     observed = _accepted(document, spec, LaunchType.COLD, Reason.JOB_CREATED, "sandboxed Job created")
     observed.job_name = child_name(task.name)

@@ -109,6 +109,18 @@ class Simulated:
     operator_kubeconfig: Path
     _audit_offset: int = 0
 
+    def cluster_cpu_seconds(self) -> float:
+        """CPU time of the simulated cluster's own processes (etcd, kube-apiserver, kube-controller-manager,
+        kube-scheduler, kwok: every process whose command line names its work directory)."""
+        total = 0.0
+        for proc in Path("/proc").iterdir():
+            try:
+                if proc.name.isdigit() and str(self.cluster.workdir) in (proc / "cmdline").read_text():
+                    total += cpu_seconds(int(proc.name))
+            except OSError:  # gone meanwhile
+                continue
+        return total
+
     def mark(self) -> None:
         """Start a new window of API use (the audit log read from here)."""
         self._audit_offset = self.audit_log.stat().st_size if self.audit_log.exists() else 0

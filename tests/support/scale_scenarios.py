@@ -36,6 +36,7 @@ from tests.support.malformed import agenttask
 from tests.support.scale_cluster import Operator, Simulated
 
 CLIENT_THREADS = 24
+DIRECT_LABEL = "mcpexec.dev/bench=direct"
 POOL_TEMPLATE = {"resources": {"limits": {"cpu": "1", "memory": "512Mi"}}}
 Key = tuple[str, str]
 
@@ -219,6 +220,7 @@ class Window:
     sim: Simulated
     operator: Operator
     cpu: float = 0.0
+    cluster_cpu: float = 0.0
     errors_before: int = 0
     retries_before: int = 0
     started: float = field(default_factory=time.monotonic)
@@ -226,6 +228,7 @@ class Window:
     def start(self) -> Window:
         self.sim.mark()
         self.cpu, self.errors_before = self.operator.cpu_seconds(), len(self.operator.errors())
+        self.cluster_cpu = self.sim.cluster_cpu_seconds()
         self.retries_before = self.operator.retries()
         self.started = time.monotonic()
         return self
@@ -233,11 +236,13 @@ class Window:
     def report(self, per: int) -> dict[str, Any]:
         use = self.sim.api_use()
         cpu = self.operator.cpu_seconds() - self.cpu
+        cluster_cpu = self.sim.cluster_cpu_seconds() - self.cluster_cpu
         errors = self.operator.errors()[self.errors_before :]
         return {
             "api_per_task": use.per(per),
             "operator_cpu_seconds": round(cpu, 1),
             "operator_cpu_ms_per_task": round(cpu * 1000 / max(per, 1), 1),
+            "cluster_cpu_ms_per_task": round(cluster_cpu * 1000 / max(per, 1), 1),
             "operator_memory_mib": self.operator.memory_mib(),
             "operator_errors": len(errors) + use.server_errors,
             "operator_error_samples": errors[:3],
@@ -246,8 +251,9 @@ class Window:
         }
 
 
-def direct_jobs(size: Size) -> dict[str, Any]:
-    """The floor: this client creating the same number of Jobs directly (what the operator must at least write)."""
+def direct_jobs(sim: Simulated, size: Size) -> dict[str, Any]:
+    """The floor: this client creating the same number of Jobs directly (what the operator must at least write), and
+    what the cluster spends on them until they are complete (kwok completes each pod at once)."""
     spaces = namespaces(size.cold_namespaces, "direct")
     batch = client.BatchV1Api()
     template = {
@@ -258,16 +264,33 @@ def direct_jobs(size: Size) -> dict[str, Any]:
             "template": {"spec": {"restartPolicy": "Never", "containers": [{"name": "c", "image": "x"}]}},
         },
     }
+    complete = FirstSeen(batch.list_job_for_all_namespaces, _job_complete, label_selector=DIRECT_LABEL)
 
     def create(i: int) -> Key:
         namespace = spaces[i % len(spaces)]
-        batch.create_namespaced_job(namespace, {**template, "metadata": {"name": f"direct-{i}"}})
+        labels = dict([DIRECT_LABEL.split("=")])
+        batch.create_namespaced_job(namespace, {**template, "metadata": {"name": f"direct-{i}", "labels": labels}})
         return namespace, f"direct-{i}"
 
-    started = time.monotonic()
-    create_paced(create, size.cold_tasks, None)
+    cluster_cpu, started = sim.cluster_cpu_seconds(), time.monotonic()
+    created = create_paced(create, size.cold_tasks, None)
     elapsed = time.monotonic() - started
-    return {"jobs": size.cold_tasks, "jobs_per_second": round(size.cold_tasks / elapsed, 1)}
+    missing = complete.wait(created, timeout=600)
+    complete.stop()
+    return {
+        "jobs": size.cold_tasks,
+        "jobs_per_second": round(size.cold_tasks / elapsed, 1),
+        "create_to_complete_ms": percentiles(complete.seen[k] - at for k, at in created.items() if k in complete.seen),
+        "never_complete": len(missing),
+        "cluster_cpu_ms_per_job": round((sim.cluster_cpu_seconds() - cluster_cpu) * 1000 / size.cold_tasks, 1),
+    }
+
+
+def _job_complete(job: dict[str, Any]) -> bool:
+    return any(
+        c.get("type") == "Complete" and c.get("status") == "True"
+        for c in (job.get("status") or {}).get("conditions") or []
+    )
 
 
 def cold_burst(sim: Simulated, operator: Operator, size: Size, floor: dict[str, Any]) -> dict[str, Any]:
@@ -288,18 +311,23 @@ def cold_burst(sim: Simulated, operator: Operator, size: Size, floor: dict[str, 
         for key in created:
             phase = str(_task_status(tasks.latest.get(key, {})).get("phase"))
             phases[phase] = phases.get(phase, 0) + 1
-        return {
+        figures = {
             "tasks": size.cold_tasks,
             "namespaces": size.cold_namespaces,
             "create_to_job_ms": percentiles(to_job),
             "create_to_finished_ms": percentiles(tasks.seen[k] - at for k, at in created.items() if k in tasks.seen),
             "tasks_per_second": round(rate, 1),
             "ratio_vs_direct_jobs": round(rate / floor["jobs_per_second"], 3),
+            "direct_create_to_complete_ms": floor["create_to_complete_ms"],
             "phases": phases,
             "never_launched": len(missing_jobs),
             "never_finished": len(missing_finish),
             **window.report(size.cold_tasks),
         }
+        # What a task costs the machine, the operator included, against a Job written directly (independent of load).
+        spent = figures["operator_cpu_ms_per_task"] + figures["cluster_cpu_ms_per_task"]
+        figures["cpu_ratio_vs_direct_jobs"] = round(spent / max(floor["cluster_cpu_ms_per_job"], 1e-9), 2)
+        return figures
     finally:
         jobs.stop()
         tasks.stop()
@@ -517,7 +545,7 @@ def _gone(custom: client.CustomObjectsApi, key: Key) -> bool:
 
 def run_all(sim: Simulated, size: Size, report: Callable[[str, dict[str, Any]], None]) -> None:
     """Every scenario in turn, each reported as soon as it is measured (one that fails reports its error)."""
-    floor = direct_jobs(size)
+    floor = direct_jobs(sim, size)
     report("direct_jobs", floor)
     with sim.operator() as operator:
         time.sleep(3)  # it logs in and starts its watches

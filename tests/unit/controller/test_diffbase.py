@@ -41,3 +41,17 @@ def test_the_top_levels_stay_objects_and_wide_objects_below_are_digested_whole()
     deeper = digested({"spec": {"a": {"env": {f"K{i}": "v" * 40 for i in range(500)}}}}, keep=2)
     assert str(deeper["spec"]["a"]["env"]).startswith("sha256:")
     assert len(json.dumps(deeper)) < OBJECT_LIMIT
+
+
+def test_the_essence_is_kopfs_own_without_copying_status_or_managed_fields() -> None:
+    """The status and managedFields are left out before kopf copies the body; the essence is the same as kopf's."""
+    metadata = {"name": "t", "namespace": "n", "labels": {"a": "b"}, "managedFields": [{"manager": "x" * 5000}]}
+    raw = {"kind": "SandboxPool", "metadata": metadata, "spec": {"replicas": 2}, "status": {"readyReplicas": 1}}
+    ours = DigestedDiffBaseStorage(prefix="mcpexec.dev").build(body=kopf.Body(raw))  # type: ignore[arg-type]
+    theirs = kopf.AnnotationsDiffBaseStorage(prefix="mcpexec.dev").build(body=kopf.Body(raw))  # type: ignore[arg-type]
+    assert dict(ours) == digested(dict(theirs), keep=3) == {"spec": {"replicas": 2}, "metadata": {"labels": {"a": "b"}}}
+    watched = DigestedDiffBaseStorage(prefix="mcpexec.dev").build(
+        body=kopf.Body(raw),  # type: ignore[arg-type]
+        extra_fields=["status.readyReplicas"],
+    )
+    assert watched["status"] == {"readyReplicas": 1}, "a watched status field is still in the essence"
