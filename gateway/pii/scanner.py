@@ -37,6 +37,15 @@ from gateway.pii.protection import Protection
 ON_LOOP_MAX_CHARS = 32 * 1024
 ON_LOOP_MAX_DIGITS = 64
 _DIGITS = re.compile(r"\d")
+_ASCII_DIGITS = b"0123456789"
+
+
+def _digits(text: str) -> int:
+    """How many characters of `text` are decimal digits, of any script (ASCII text, most of it, without a regex)."""
+    if text.isascii():
+        raw = text.encode("ascii")
+        return len(raw) - len(raw.translate(None, _ASCII_DIGITS))
+    return len(_DIGITS.findall(text))
 
 
 def cheap(texts: Sequence[str]) -> bool:
@@ -45,7 +54,7 @@ def cheap(texts: Sequence[str]) -> bool:
         return False
     digits = 0
     for text in texts:
-        digits += len(_DIGITS.findall(text, 0, len(text)))
+        digits += _digits(text)
         if digits > ON_LOOP_MAX_DIGITS:
             return False
     return True
