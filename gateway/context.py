@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Protocol
 
 from mcpexec.api.agenttask import AgentTask
@@ -27,7 +28,7 @@ class TaskContext:
     def task_id(self) -> str:
         return self.task.task_id
 
-    @property
+    @cached_property
     def scope(self) -> str:
         """Key for everything per task (vault, upstream connections, interactive session, limits): a re-created task
         gets a new one."""

@@ -12,7 +12,10 @@ class UsageMeter:
         self._by_task: dict[str, Usage] = {}
 
     def of(self, scope: str) -> Usage:
-        return self._by_task.setdefault(scope, Usage())
+        usage = self._by_task.get(scope)
+        if usage is None:
+            usage = self._by_task[scope] = Usage()
+        return usage
 
     def forget(self, scope: str) -> None:
         self._by_task.pop(scope, None)

@@ -40,6 +40,9 @@ def combine(
     return Protection(frozenset(entities), tuple(patterns[key] for key in sorted(patterns)), frozenset(regions))
 
 
+_REMEMBERED = 4096  # protections kept, one per task context: a cluster's replica serves a few hundred tasks at once
+
+
 def protection_for(
     minimum: frozenset[PiiEntity],
     server_spec: Callable[[TaskContext, str], MCPServerSpec | None],
@@ -47,13 +50,24 @@ def protection_for(
 ) -> Callable[[TaskContext], Protection]:
     """The gateway's hook: the minimum, the declarations of every server the task lists (whether it is up or not:
     a server that is not known yet declares nothing, and its results cannot arrive either), the task's own, and
-    its pool template's (the claim's ceiling)."""
+    its pool template's (the claim's ceiling).
+
+    A task context keeps its protection for as long as its servers' specs are the same objects (a changed MCPServer
+    is a new spec): combining them for every value was a measurable share of a cheap tool call."""
+    remembered: dict[int, tuple[TaskContext, list[MCPServerSpec | None], Protection]] = {}
 
     def for_task(ctx: TaskContext) -> Protection:
-        servers = (server_spec(ctx, name) for name in ctx.task.spec.mcp_servers)
+        servers = [server_spec(ctx, name) for name in ctx.task.spec.mcp_servers]
+        kept = remembered.get(id(ctx))
+        if kept is not None and kept[0] is ctx and all(a is b for a, b in zip(kept[1], servers, strict=True)):
+            return kept[2]
         declarations = [*(spec.pii for spec in servers if spec is not None), ctx.task.spec.pii]
         if ctx.ceiling is not None:
             declarations.append(ctx.ceiling.pii)
-        return combine(minimum, declarations, phone_regions)
+        protection = combine(minimum, declarations, phone_regions)
+        if len(remembered) >= _REMEMBERED:
+            remembered.clear()
+        remembered[id(ctx)] = (ctx, servers, protection)
+        return protection
 
     return for_task

@@ -35,6 +35,19 @@ class GatewayMetrics:
         self.llm_tokens = Counter(
             "mcpexec_gateway_llm_tokens", "LLM tokens reported upstream.", ["direction"], registry=self.registry
         )
+        # A call's two series by its labels: looking them up costs a lock and a few string checks every call.
+        self._call_series: dict[tuple[str, str, str], tuple[Counter, Histogram]] = {}
+
+    def count_call(self, server: str, tool: str, outcome: str, seconds: float) -> None:
+        """One tool call: its outcome and its latency (labels as `tool_calls` and `tool_latency` have them)."""
+        series = self._call_series.get((server, tool, outcome))
+        if series is None:
+            series = self._call_series[(server, tool, outcome)] = (
+                self.tool_calls.labels(server, tool, outcome),
+                self.tool_latency.labels(server),
+            )
+        series[0].inc()
+        series[1].observe(seconds)
 
     def count_pii(self, entity: str, count: int) -> None:
         self.pii_detections.labels(entity).inc(count)

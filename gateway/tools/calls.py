@@ -112,8 +112,7 @@ class ToolCaller:
             raise
         finally:
             elapsed = time.perf_counter() - started
-            self._metrics.tool_calls.labels(*labels, outcome).inc()
-            self._metrics.tool_latency.labels(labels[0]).observe(elapsed)
+            self._metrics.count_call(*labels, outcome, elapsed)
             audit.record(ctx, "call", f"{server}/{tool}", elapsed, outcome)
 
     async def _call(

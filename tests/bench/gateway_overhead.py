@@ -19,6 +19,12 @@ milliseconds per call of each process, and at 64 callers how busy each process w
 Scaling out: at 64 callers, the same load over one gateway process, then over two (replicas: each holds its
 own session to its own server process; each of wrk's two threads sends to one of them, as a Service spreads
 connections). The gateway is stateless, so `scaling` says what a second replica adds on this machine.
+
+Each tool's figures are printed as one JSON line (`{"tool": ..., ...}`) as soon as they are measured, so a later
+failure loses none of them; `run()` returns them all. A level in which a side completed no call is a figure too:
+0 calls/s, no latencies or per-call CPU (null), null ratios over it, and the errors wrk (or the direct client) saw.
+Every level says its `errors` (summed over the rounds): wrk's socket errors and answers other than 200, which
+are not counted as calls.
 """
 
 from __future__ import annotations
@@ -116,11 +122,17 @@ def _children_cpu() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def _figures(calls: int, wall: float, cpu: dict[str, float]) -> dict[str, Any]:
+def _ratio(over: float | None, under: float | None, digits: int = 3) -> float | None:
+    """over / under; None when either is missing or `under` is 0 (a level that completed no call)."""
+    return None if over is None or not under else round(over / under, digits)
+
+
+def _figures(calls: int, wall: float, cpu: dict[str, float], errors: dict[str, int]) -> dict[str, Any]:
     return {
-        "calls_per_s": round(calls / wall, 1),
-        "cpu_ms_per_call": {name: round(seconds * 1000 / calls, 3) for name, seconds in cpu.items()},
-        "cpu_busy": {name: round(seconds / wall, 2) for name, seconds in cpu.items()},
+        "calls_per_s": round(calls / wall, 1) if wall > 0 else 0.0,
+        "cpu_ms_per_call": {name: _ratio(seconds * 1000, calls) for name, seconds in cpu.items()},
+        "cpu_busy": {name: round(seconds / wall, 2) if wall > 0 else None for name, seconds in cpu.items()},
+        "errors": errors,
     }
 
 
@@ -128,12 +140,18 @@ async def _direct_level(
     call: Callable[[], Awaitable[Any]], concurrency: int, processes: dict[str, list[int]]
 ) -> dict[str, Any]:
     latencies: list[float] = []
+    failed = [0]
     deadline = time.perf_counter() + WARMUP_SECONDS
 
     async def worker(record: bool) -> None:
         while time.perf_counter() < deadline:
             started = time.perf_counter()
-            await call()
+            try:
+                await call()
+            except Exception:  # counted, not raised: a level that fails is a figure
+                failed[0] += record
+                await asyncio.sleep(0.01)
+                continue
             if record:
                 latencies.append(time.perf_counter() - started)
 
@@ -146,20 +164,22 @@ async def _direct_level(
     after = _cpu_of(processes)
     ordered = sorted(latencies)
     return {
-        "p50_ms": round(statistics.median(ordered) * 1000, 3),
-        "p99_ms": round(ordered[max(0, int(len(ordered) * 0.99) - 1)] * 1000, 3),
-        **_figures(len(ordered), wall, {name: after[name] - before[name] for name in processes}),
+        "p50_ms": round(statistics.median(ordered) * 1000, 3) if ordered else None,
+        "p99_ms": round(ordered[max(0, int(len(ordered) * 0.99) - 1)] * 1000, 3) if ordered else None,
+        **_figures(len(ordered), wall, {name: after[name] - before[name] for name in processes}, {"failed": failed[0]}),
     }
 
 
 _WRK_LATENCY = re.compile(r"^\s+(50|99)%\s+([\d.]+)(us|ms|s)\s*$", re.M)
 _WRK_REQUESTS = re.compile(r"^\s*(\d+) requests in ([\d.]+)(us|ms|s|m)", re.M)
+_WRK_SOCKET_ERRORS = re.compile(r"Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)")
+_WRK_NON_2XX = re.compile(r"Non-2xx or 3xx responses: (\d+)")
 _UNIT_MS = {"us": 0.001, "ms": 1.0, "s": 1000.0, "m": 60_000.0}
 
 
 def _wrk_script(workdir: Path, server: str, gateways: list[Gateway], arguments: dict[str, Any]) -> Path:
     """wrk's request; wrk's threads take turns over the gateways, each thread sending to one of them with that
-    gateway's token (as a Service spreads connections over replicas). Any answer but 200 fails the run (wrk
+    gateway's token (as a Service spreads connections over replicas). An answer other than 200 is not a call (wrk
     counts them as Non-2xx): a fast 429 or 503 would flatter the figures."""
     script = workdir / f"wrk-{server}-{len(gateways)}.lua"
     body = json.dumps({"arguments": arguments})
@@ -194,7 +214,29 @@ def _open_session(gateway: Gateway, path: str, arguments: dict[str, Any]) -> Non
         assert answer.status == 200, answer.read()
 
 
-def _wrk(url: str, script: Path, concurrency: int, seconds: int, threads: int = 1) -> tuple[str, float]:
+class _WrkRun:
+    """One wrk run: its completed calls (200 answers), wall time, latencies (None without a call), errors."""
+
+    def __init__(self, out: str, failed: bool, seconds: int) -> None:
+        requests = _WRK_REQUESTS.search(out)
+        sockets = _WRK_SOCKET_ERRORS.search(out)
+        non_2xx = _WRK_NON_2XX.search(out)
+        counts = sockets.groups() if sockets else ("0", "0", "0", "0")
+        self.errors = {
+            "non_2xx": int(non_2xx.group(1)) if non_2xx else 0,
+            **{kind: int(n) for kind, n in zip(("connect", "read", "write", "timeout"), counts, strict=True)},
+            "wrk_failed": int(failed or requests is None),
+        }
+        answered = int(requests.group(1)) if requests else 0
+        self.calls = max(0, answered - self.errors["non_2xx"])
+        self.wall = float(requests.group(2)) * _UNIT_MS[requests.group(3)] / 1000 if requests else float(seconds)
+        latency = {p: float(v) * _UNIT_MS[unit] for p, v, unit in _WRK_LATENCY.findall(out)}
+        self.p50 = round(latency["50"], 3) if self.calls and "50" in latency else None
+        self.p99 = round(latency["99"], 3) if self.calls and "99" in latency else None
+
+
+def _wrk(url: str, script: Path, concurrency: int, seconds: int, threads: int = 1) -> tuple[_WrkRun, float]:
+    """The run's figures and the CPU wrk used; never raises: a run that fails is counted in its errors."""
     started = _children_cpu()
     options = [f"-t{threads}", f"-c{concurrency}", f"-d{seconds}s", "--latency", "--timeout", "30s"]
     run = subprocess.run(
@@ -203,9 +245,7 @@ def _wrk(url: str, script: Path, concurrency: int, seconds: int, threads: int = 
         text=True,
         check=False,
     )
-    if run.returncode != 0 or "Non-2xx" in run.stdout or "Socket errors" in run.stdout:
-        raise RuntimeError(f"wrk against {url} failed:\n{run.stdout}\n{run.stderr}")
-    return run.stdout, _children_cpu() - started
+    return _WrkRun(run.stdout, run.returncode != 0, seconds), _children_cpu() - started
 
 
 def _gateway_level(
@@ -215,14 +255,11 @@ def _gateway_level(
     # Looked up after the warm-up: a server process (re)started by the gateway before it counts too.
     processes = {role: gateway_pids, "mcp_servers": [child for pid in gateway_pids for child in _children(pid)]}
     before = _cpu_of(processes)
-    out, load_cpu = _wrk(url, script, concurrency, SECONDS, threads)
+    measured, load_cpu = _wrk(url, script, concurrency, SECONDS, threads)
     after = _cpu_of(processes)
-    latency = {p: float(v) * _UNIT_MS[unit] for p, v, unit in _WRK_LATENCY.findall(out)}
-    requests = _WRK_REQUESTS.search(out)
-    assert requests is not None and set(latency) == {"50", "99"}, out
-    calls, wall = int(requests.group(1)), float(requests.group(2)) * _UNIT_MS[requests.group(3)] / 1000
     cpu = {"client": load_cpu, **{name: after[name] - before[name] for name in processes}}
-    return {"p50_ms": round(latency["50"], 3), "p99_ms": round(latency["99"], 3), **_figures(calls, wall, cpu)}
+    figures = _figures(measured.calls, measured.wall, cpu, measured.errors)
+    return {"p50_ms": measured.p50, "p99_ms": measured.p99, **figures}
 
 
 @contextlib.contextmanager
@@ -244,14 +281,20 @@ def _http_process(module: str, workdir: Path) -> Iterator[Gateway]:
 
 
 def _median(runs: list[dict[str, Any]]) -> dict[str, Any]:
-    """Figure by figure (per process too), the median of the rounds."""
+    """Figure by figure (per process too), the median of the rounds that have it (None if none has); errors are
+    summed."""
     first = runs[0]
-    return {
-        key: _median([run[key] for run in runs])
-        if isinstance(first[key], dict)
-        else statistics.median(run[key] for run in runs)
-        for key in first
-    }
+    figures: dict[str, Any] = {}
+    for key in first:
+        values = [run[key] for run in runs]
+        if key == "errors":
+            figures[key] = {kind: sum(value[kind] for value in values) for kind in first[key]}
+        elif isinstance(first[key], dict):
+            figures[key] = _median(values)
+        else:
+            known = [value for value in values if value is not None]
+            figures[key] = statistics.median(known) if known else None
+    return figures
 
 
 async def _side_by_side(
@@ -303,7 +346,7 @@ def _replicas(workdir: Path, server: str, gateways: list[Gateway]) -> dict[str, 
             pids = [pid for _url, _token, pid in gateways[:n]]
             runs[n].append(_gateway_level(url, scripts[n], max(LEVELS), pids, threads=len(gateways)))
     figures = {str(n): _median(measured) for n, measured in runs.items()}
-    return figures | {"scaling": round(figures[str(len(gateways))]["calls_per_s"] / figures["1"]["calls_per_s"], 3)}
+    return figures | {"scaling": _ratio(figures[str(len(gateways))]["calls_per_s"], figures["1"]["calls_per_s"])}
 
 
 def _compare(
@@ -312,19 +355,37 @@ def _compare(
     top = max(LEVELS)
     busy = via[top]["cpu_busy"]
 
-    def ratio(over: dict[int, dict[str, Any]], under: dict[int, dict[str, Any]]) -> dict[str, float]:
-        return {str(c): round(over[c]["calls_per_s"] / under[c]["calls_per_s"], 3) for c in LEVELS}
+    def ratio(over: dict[int, dict[str, Any]], under: dict[int, dict[str, Any]]) -> dict[str, float | None]:
+        return {str(c): _ratio(over[c]["calls_per_s"], under[c]["calls_per_s"]) for c in LEVELS}
+
+    def overhead(c: int) -> float | None:
+        p50s = via[c]["p50_ms"], direct[c]["p50_ms"]
+        return None if None in p50s else round(p50s[0] - p50s[1], 3)
 
     return {
-        "p50_overhead_ms": {str(c): round(via[c]["p50_ms"] - direct[c]["p50_ms"], 3) for c in LEVELS},
+        "p50_overhead_ms": {str(c): overhead(c) for c in LEVELS},
         "throughput_ratio": ratio(via, direct),
         "floor_throughput_ratio": ratio(floor, direct),
         "gateway_to_floor": ratio(via, floor),
-        f"busiest_process_at_{top}": max(busy, key=lambda name: busy[name]),
+        f"busiest_process_at_{top}": max(busy, key=lambda name: busy[name] or 0.0),
+    }
+
+
+def _tool_figures(measured: dict[str, dict[int, dict[str, Any]]], scaled: dict[str, Any]) -> dict[str, Any]:
+    top = max(LEVELS)
+    two_processes = _ratio(scaled["2"]["calls_per_s"], measured["direct"][top]["calls_per_s"])
+    return {
+        "direct": {str(c): measured["direct"][c] for c in LEVELS},
+        "gateway": {str(c): measured["gateway"][c] for c in LEVELS},
+        "floor": {str(c): measured["floor"][c] for c in LEVELS},
+        **_compare(measured["direct"], measured["gateway"], measured["floor"]),
+        f"gateway_processes_at_{top}": scaled,
+        f"throughput_ratio_2_processes_at_{top}": two_processes,
     }
 
 
 def run() -> dict[str, Any]:
+    figures: dict[str, Any] = {}
     with tempfile.TemporaryDirectory(prefix="mcpexec-bench-") as tmp:
         workdir = Path(tmp)
         _prepare(workdir)
@@ -334,29 +395,18 @@ def run() -> dict[str, Any]:
             _http_process(__name__, workdir) as replica,
             _http_process(FLOOR_MODULE, workdir) as floor,
         ):
-            measured = {
-                server: asyncio.run(_side_by_side(workdir, server, commands[server], gateway, floor))
-                for server in commands
-            }
-            scaled = {server: _replicas(workdir, server, [gateway, replica]) for server in commands}
+            for server, (tool, _arguments) in _tools(workdir).items():
+                measured = asyncio.run(_side_by_side(workdir, server, commands[server], gateway, floor))
+                scaled = _replicas(workdir, server, [gateway, replica])
+                figures[f"{server}/{tool}"] = _tool_figures(measured, scaled)
+                print(json.dumps({"tool": f"{server}/{tool}", **figures[f"{server}/{tool}"]}), flush=True)
     top = max(LEVELS)
-    return {
-        f"{server}/{tool}": {
-            "direct": {str(c): measured[server]["direct"][c] for c in LEVELS},
-            "gateway": {str(c): measured[server]["gateway"][c] for c in LEVELS},
-            "floor": {str(c): measured[server]["floor"][c] for c in LEVELS},
-            **_compare(measured[server]["direct"], measured[server]["gateway"], measured[server]["floor"]),
-            f"gateway_processes_at_{top}": scaled[server],
-            f"throughput_ratio_2_processes_at_{top}": round(
-                scaled[server]["2"]["calls_per_s"] / measured[server]["direct"][top]["calls_per_s"], 3
-            ),
-        }
-        for server, (tool, _arguments) in _tools(workdir).items()
-    } | {
+    return figures | {
         "note": f"each figure is the median of {ROUNDS} rounds, direct, gateway and floor alternating; load client "
         "(wrk for the gateway and the floor), gateway, floor and MCP servers share the machine's CPUs; cpu_busy is "
         f"CPU seconds per second (1.0 = one core); gateway_processes_at_{top}: the same load over 1 and 2 gateway "
-        "processes (replicas), each with its own server process",
+        "processes (replicas), each with its own server process; errors: summed over the rounds, answers other "
+        "than 200 are not calls; a level without a call has null latencies, per-call CPU and ratios",
     }
 
 
