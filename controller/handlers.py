@@ -9,7 +9,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import secrets
-import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -20,6 +19,7 @@ from controller import pools, runs, sessions, tasks
 from controller.diffbase import DigestedDiffBaseStorage
 from controller.kube import EVENT_THREADS, SIDE_THREADS, Cluster, api_client
 from controller.metrics import POOL_SANDBOXES, TASK_PHASES
+from controller.serial import OneAtATime
 from controller.settings import OperatorSettings
 from mcpexec.api.agenttask import Phase
 from mcpexec.api.meta import (
@@ -56,7 +56,7 @@ def configure(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) -> Non
     elector = memo.get("elector")  # set by controller/__main__.py when replicas elect a leader
     connections = HANDLER_THREADS + SIDE_THREADS + EVENT_THREADS + 4  # one each, never a fresh TLS handshake
     memo.cluster = Cluster(api_client(connections, before_call=elector.check if elector else None))
-    memo.pool_locks = {}
+    memo.pool_reconciles = OneAtATime()
     for wanted in memo.settings.generated_secrets:
         value = secrets.token_urlsafe(wanted.bytes)
         if memo.cluster.create_secret_once(memo.settings.gateway_namespace, wanted.name, wanted.key, value):
@@ -89,10 +89,9 @@ def _keep(cluster: Cluster, kind: str, type: str | None, body: kopf.Body) -> Non
 
 @kopf.on.event("batch", "v1", "jobs", labels=CHILD_LABELS)
 def job_changed(type: str | None, body: kopf.Body, memo: kopf.Memo, **_: Any) -> None:
-    """A Job's state as the event brings it (no read); a deleted Job is looked for again."""
+    """A Job's state as the event brings it, into the store its task's sync reads (a deleted one is looked for)."""
     _keep(memo.cluster, "Job", type, body)
-    job = None if type == "DELETED" else dict(body)
-    tasks.sync(memo.cluster, body["metadata"]["namespace"], body["metadata"]["labels"][TASK_LABEL], job)
+    tasks.sync(memo.cluster, body["metadata"]["namespace"], body["metadata"]["labels"][TASK_LABEL])
 
 
 @kopf.on.event("", "v1", "pods", labels=CHILD_LABELS)
@@ -137,14 +136,18 @@ def _sweep_records(memo: kopf.Memo) -> None:
 
 
 def _reconcile_pool(memo: kopf.Memo, namespace: str, name: str) -> None:
-    """One pool's reconcile at a time (pod events and the pool's own handlers race otherwise, and overshoot)."""
-    with memo.pool_locks.setdefault((namespace, name), threading.Lock()):
+    """One pool's reconcile at a time (pod events and the pool's own handlers race otherwise, and overshoot), bursts of
+    its sandboxes' events folded into one (controller/serial.py); each reads the pool afresh."""
+
+    def reconcile() -> None:
         cluster: Cluster = memo.cluster
         document = cluster.read_pool(namespace, name)
         if document is None:
             POOL_SANDBOXES.observe(namespace, name, None)
             return
         pools.reconcile(cluster, memo.settings, document)
+
+    memo.pool_reconciles.run((namespace, name), reconcile)
 
 
 @kopf.on.resume(*POOLS, id="pool-resume")

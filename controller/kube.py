@@ -7,9 +7,10 @@ from __future__ import annotations
 import json
 import logging
 import os
+import threading
 import time
 from collections.abc import Callable, Iterator
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, TypeVar, cast
@@ -43,6 +44,7 @@ RUNTIME_CLASS_CACHE_SECONDS = 10.0
 ENSURED_CACHE_SECONDS = 60.0
 SIDE_THREADS = 16
 EVENT_THREADS = 2
+EVENT_REPEAT_SECONDS = 10.0
 LIST_PAGE = 500
 JOB_NAME_LABEL = "job-name"  # set by the Job controller on a Job's pods
 
@@ -114,6 +116,8 @@ class Cluster:
         # Requests off a reconcile's thread: independent creates side by side, Events (a courtesy) in the background.
         self._side = ThreadPoolExecutor(SIDE_THREADS, thread_name_prefix="api-side")
         self._events = ThreadPoolExecutor(EVENT_THREADS, thread_name_prefix="api-events")
+        self._events_said: dict[tuple[str, str], float] = {}
+        self._events_lock = threading.Lock()
         self.core = client.CoreV1Api(self.api)
         self.batch = client.BatchV1Api(self.api)
         self.net = client.NetworkingV1Api(self.api)
@@ -157,8 +161,12 @@ class Cluster:
 
     def ensure_all(self, manifests: list[Manifest], owner_uid: str | None) -> None:
         """ensure() each, side by side (they do not depend on one another): one round trip's wait instead of several."""
-        for done in [self._side.submit(self.ensure, manifest, owner_uid) for manifest in manifests]:
+        for done in [self.ensure_soon(manifest, owner_uid) for manifest in manifests]:
             done.result()
+
+    def ensure_soon(self, manifest: Manifest, owner_uid: str | None) -> Future[None]:
+        """ensure() on another thread, while the caller goes on; its result() is ensure()'s (or raises as it did)."""
+        return self._side.submit(self.ensure, manifest, owner_uid)
 
     def _remember_ensured(self, key: tuple[str, str, str, str | None]) -> None:
         at = time.monotonic()
@@ -387,7 +395,16 @@ class Cluster:
 
     def record_event(self, obj: dict[str, Any], reason: str, message: str, warning: bool = False) -> None:
         """A Kubernetes Event about one of our resources (an AgentTask, a SandboxPool), for `kubectl describe`; sent in
-        the background (the reconcile that has something to say does not wait for it)."""
+        the background (the reconcile that has something to say does not wait for it). The same reason about the same
+        object is said at most once per EVENT_REPEAT_SECONDS, as client-go's spam filter does (a pool draining at 75
+        claims/s said "Refilled" 75 times a second)."""
+        key, at = (obj["metadata"]["uid"], reason), time.monotonic()
+        with self._events_lock:
+            if at - self._events_said.get(key, -EVENT_REPEAT_SECONDS) < EVENT_REPEAT_SECONDS:
+                return
+            if len(self._events_said) > 10_000:
+                self._events_said = {k: t for k, t in self._events_said.items() if at - t < EVENT_REPEAT_SECONDS}
+            self._events_said[key] = at
         self._events.submit(self._send_event, obj, reason, message, warning)
 
     def _send_event(self, obj: dict[str, Any], reason: str, message: str, warning: bool) -> None:

@@ -131,14 +131,16 @@ def reconcile(cluster: Cluster, settings: OperatorSettings, document: dict[str, 
         return
     owner = manifests.SessionRef(name=session.metadata.name, namespace=namespace, uid=document["metadata"]["uid"])
     left = max(1, int(session.spec.max_lifetime_seconds - _age(document)))
+    # The session's own NetworkPolicy while the claim is made (it selects nothing until the claim labels a pod).
+    confining = cluster.ensure_soon(manifests.network_policy(owner, settings), owner.uid)
     pod = claims.claimed_by(cluster, pool_document, owner) or claims.claim(
         cluster, pool_document, template_hash(template), owner, left
     )
+    confining.result()
     if pod is None:
         message = f"no idle sandbox in SandboxPool {pool_name!r}; waiting for one (a session never starts cold)"
         _wait(cluster, document, Reason.POOL_EMPTY, message)
         return
-    cluster.ensure(manifests.network_policy(owner, settings), owner.uid)
     meta = pod["metadata"]
     claim = Claim(pool=pool_name, policy=template.policy(), pod_name=meta["name"], pod_uid=meta["uid"])
     created = parse_time(document["metadata"]["creationTimestamp"])

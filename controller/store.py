@@ -27,6 +27,16 @@ def _trimmed(kind: str, body: Mapping[str, Any]) -> dict[str, Any]:
     return {**kept, "metadata": meta}
 
 
+def _older(new: dict[str, Any], kept: dict[str, Any] | None) -> bool:
+    """Whether `new` is an older version of the same object than `kept`. resourceVersions are opaque to clients in
+    general; the API server's etcd3 storage makes them increasing integers, and anything else is never called older
+    (the store then takes the newest arrival, as before)."""
+    if kept is None or new["metadata"].get("uid") != kept["metadata"].get("uid"):
+        return False
+    ours, theirs = str(new["metadata"].get("resourceVersion", "")), str(kept["metadata"].get("resourceVersion", ""))
+    return ours.isdigit() and theirs.isdigit() and int(ours) < int(theirs)
+
+
 class Store:
     """Objects by kind, namespace and name, with an index by one label per kind (a pod's pool, a pod's Job)."""
 
@@ -42,6 +52,8 @@ class Store:
         meta = obj["metadata"]
         key = (kind, meta["namespace"], meta["name"])
         with self._lock:
+            if _older(obj, self._objects.get(key)):
+                return  # a watch event that a write's answer (or a later event) already overtook
             self._unindex(key)
             self._objects[key] = obj
             labels = meta.get("labels") or {}

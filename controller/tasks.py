@@ -12,7 +12,6 @@ a task twice.
 from __future__ import annotations
 
 import logging
-import threading
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -33,6 +32,7 @@ from controller.metrics import (
 )
 from controller.naming import child_name
 from controller.pools import made
+from controller.serial import OneAtATime
 from controller.settings import OperatorSettings
 from controller.status import merge, observe, observe_sandbox
 from mcpexec.api.agenttask import AgentTaskSpec, Phase
@@ -50,7 +50,7 @@ POOL_WAIT_RETRY_SECONDS = 1
 CLAIMED_TASK_PODS = f"{SANDBOX_STATE_LABEL}={CLAIMED},{TASK_LABEL}"
 ALIVE = "status.phase!=Succeeded,status.phase!=Failed"
 # One sync of a task at a time (its Job's and its pods' events come in parallel): no conflicts among them.
-_SYNC_LOCKS = [threading.Lock() for _ in range(64)]
+_SYNCS = OneAtATime()
 log = logging.getLogger(__name__)
 
 
@@ -333,7 +333,11 @@ def _run_pooled(
         if found.pod is not None:
             _claimed(cluster, settings, document, task, spec, ceiling, found.pod)
             return
+    # The task's own NetworkPolicy while the claim is made (it selects nothing until the claim labels a pod).
+    confining = cluster.ensure_soon(manifests.network_policy(task, settings), task.uid) if idle else None
     pod = claims.claim_first(cluster, pool_document, current, idle, task, spec.timeout_seconds) if idle else None
+    if confining is not None:
+        confining.result()
     if pod is not None:
         _claimed(cluster, settings, document, task, spec, ceiling, pod)
         return
@@ -391,14 +395,14 @@ def _claimed(
     RECONCILES.labels(outcome="claimed").inc()
 
 
-def sync(cluster: Cluster, namespace: str, name: str, job: dict[str, Any] | None = None) -> None:
+def sync(cluster: Cluster, namespace: str, name: str) -> None:
     """Fold the Job's and its pod's state into the task's status (only for the Job this task owns), or the state of
-    the pool sandbox it claimed. `job`: the task's Job as a watch event just brought it (else it is read)."""
-    with _SYNC_LOCKS[hash((namespace, name)) % len(_SYNC_LOCKS)]:
-        _sync(cluster, namespace, name, job)
+    the pool sandbox it claimed, as last seen (controller/store.py); one at a time, bursts folded into one
+    (controller/serial.py)."""
+    _SYNCS.run((namespace, name), lambda: _sync(cluster, namespace, name))
 
 
-def _sync(cluster: Cluster, namespace: str, name: str, job: dict[str, Any] | None) -> None:
+def _sync(cluster: Cluster, namespace: str, name: str) -> None:
     task = cluster.task(namespace, name)
     if task is None:
         return
@@ -410,8 +414,7 @@ def _sync(cluster: Cluster, namespace: str, name: str, job: dict[str, Any] | Non
         if write_status(cluster, namespace, name, observe_sandbox(pod), known=task) is not None:
             STATUS_SYNCS.inc()
         return
-    if job is None or job["metadata"]["name"] != child_name(name):
-        job = cluster.job(namespace, child_name(name))
+    job = cluster.job(namespace, child_name(name))
     if job is None:
         return
     owners = {ref.get("uid") for ref in job["metadata"].get("ownerReferences") or []}

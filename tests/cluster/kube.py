@@ -160,3 +160,15 @@ def play_kubelet(pod: client.V1Pod, phase: str, exit_code: int | None = None, me
     ready = {"type": "Ready", "status": "True" if phase == "Running" else "False", "lastTransitionTime": _now()}
     body = {"status": {"phase": phase, "startTime": _now(), "containerStatuses": [container], "conditions": [ready]}}
     client.CoreV1Api().patch_namespaced_pod_status(pod.metadata.name, pod.metadata.namespace, body)
+
+
+def events_until(namespace: str, field_selector: str, enough: Callable[[set[tuple[str, str, str]]], bool]) -> set[Any]:
+    """(reason, type, message) of the Events about an object, once `enough` of them are there: the operator sends its
+    Events in the background, after the status write they tell of."""
+
+    def found() -> set[tuple[str, str, str]] | None:
+        events = client.CoreV1Api().list_namespaced_event(namespace, field_selector=field_selector).items
+        said = {(e.reason, e.type, e.message) for e in events}
+        return said if enough(said) else None
+
+    return wait_for(found, what=f"Events about {field_selector}")

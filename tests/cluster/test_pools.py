@@ -13,7 +13,7 @@ from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
 from mcpexec.api.meta import GROUP, POOL_LABEL, SANDBOX_STATE_LABEL, SANDBOXPOOL_PLURAL, TASK_LABEL, VERSION
-from tests.cluster.kube import condition, create_task, play_kubelet, task_status, wait_for, wait_phase
+from tests.cluster.kube import condition, create_task, events_until, play_kubelet, task_status, wait_for, wait_phase
 from tests.support.malformed import agenttask
 
 TEMPLATE = {
@@ -205,8 +205,7 @@ def test_a_task_claims_an_idle_sandbox_which_serves_it_once(
     done = wait_phase(namespace, "quick", "Succeeded")
     assert done["result"] == "2" and done["usage"]["toolCalls"] == 1 and done["launchType"] == "Warm"
     assert condition(done, "Finished")["reason"] == "Succeeded"
-    reasons = {e.reason for e in api["core"].list_namespaced_event(namespace).items}
-    assert {"Claimed", "Refilled"} <= reasons
+    events_until(namespace, "", lambda said: {"Claimed", "Refilled"} <= {reason for reason, _, _ in said})
     wait_for(lambda: _read_pool(namespace, "warm")["status"].get("claimedReplicas") == 0, what="claim released")
 
 

@@ -13,6 +13,7 @@ from tests.cluster.kube import (
     condition,
     create_task,
     ensure_runtime_class,
+    events_until,
     job_pod,
     play_kubelet,
     task_status,
@@ -153,12 +154,8 @@ def test_status_follows_job_to_success(operator: kopf.testing.KopfRunner, namesp
     assert done["result"] == "2 customers exported"
     assert done["usage"]["toolCalls"] == 3
     assert done["startTime"] and done["completionTime"] and done["duration"].endswith("s")
-    events = client.CoreV1Api().list_namespaced_event(namespace, field_selector="involvedObject.name=ok").items
-    assert {(e.reason, e.type) for e in events} >= {
-        ("Pending", "Normal"),
-        ("Running", "Normal"),
-        ("Succeeded", "Normal"),
-    }
+    told = {("Pending", "Normal"), ("Running", "Normal"), ("Succeeded", "Normal")}
+    events_until(namespace, "involvedObject.name=ok", lambda said: {(reason, kind) for reason, kind, _ in said} >= told)
     assert condition(done, "Finished") | {"lastTransitionTime": None} == {
         "type": "Finished",
         "status": "True",
@@ -177,10 +174,8 @@ def test_status_follows_job_to_failure(operator: kopf.testing.KopfRunner, namesp
     finished = condition(done, "Finished")
     assert finished["reason"] == "Failed"
     assert finished["message"] == "ZeroDivisionError: division by zero"
-    events = client.CoreV1Api().list_namespaced_event(namespace, field_selector="involvedObject.name=boom").items
-    assert ("Failed", "Warning", "ZeroDivisionError: division by zero") in {
-        (e.reason, e.type, e.message) for e in events
-    }
+    told = ("Failed", "Warning", "ZeroDivisionError: division by zero")
+    events_until(namespace, "involvedObject.name=boom", lambda said: told in said)
     assert "error" not in done
 
 

@@ -1,0 +1,53 @@
+"""The operator's store of what its watches brought: what reconciles read instead of the API server."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from controller.store import Store
+
+POOL = "mcpexec.dev/pool"
+
+
+def _pod(name: str, rv: str, uid: str = "u1", **labels: str) -> dict[str, Any]:
+    meta = {"name": name, "namespace": "n", "uid": uid, "resourceVersion": rv, "labels": labels}
+    return {
+        "metadata": {**meta, "managedFields": [{"manager": "kubelet"}]},
+        "spec": {"containers": [{"name": "c"}]},
+        "status": {"phase": "Running"},
+    }
+
+
+def test_what_is_kept_is_what_reconciles_read() -> None:
+    store = Store({"Pod": (POOL,)})
+    store.put("Pod", _pod("a", "5", **{POOL: "p"}))
+    kept = store.get("Pod", "n", "a")
+    assert kept is not None and "managedFields" not in kept["metadata"] and "spec" not in kept, "no pod spec kept"
+    assert kept["status"] == {"phase": "Running"}
+    store.put("Job", {"metadata": {"name": "j", "namespace": "n", "uid": "j1"}, "spec": {"x": 1}})
+    assert (store.get("Job", "n", "j") or {})["spec"] == {"x": 1}, "only a pod's spec is left out"
+
+
+def test_objects_are_found_by_their_indexed_label_as_it_is_now() -> None:
+    store = Store({"Pod": (POOL,)})
+    assert store.labelled("Pod", "n", POOL, "p") is None, "nothing known: the caller asks the API server"
+    store.put("Pod", _pod("b", "1", uid="ub", **{POOL: "p"}))
+    store.put("Pod", _pod("a", "1", uid="ua", **{POOL: "p"}))
+    assert [p["metadata"]["name"] for p in store.labelled("Pod", "n", POOL, "p") or []] == ["a", "b"]
+    store.put("Pod", _pod("a", "2", uid="ua", **{POOL: "q"}))
+    assert [p["metadata"]["name"] for p in store.labelled("Pod", "n", POOL, "p") or []] == ["b"]
+    store.drop("Pod", "n", "b")
+    assert store.labelled("Pod", "n", POOL, "p") is None and store.get("Pod", "n", "b") is None
+    assert len(store) == 1
+
+
+def test_an_older_version_never_replaces_a_newer_one() -> None:
+    """A watch event overtaken by a write's answer (or a later event) is ignored; a re-created object is not older."""
+    store = Store({})
+    store.put("Pod", _pod("a", "10"))
+    store.put("Pod", _pod("a", "9"))
+    assert (store.get("Pod", "n", "a") or {})["metadata"]["resourceVersion"] == "10"
+    store.put("Pod", _pod("a", "3", uid="u2"))
+    assert (store.get("Pod", "n", "a") or {})["metadata"]["uid"] == "u2", "another object of that name"
+    store.put("Pod", _pod("a", "opaque", uid="u2"))
+    assert (store.get("Pod", "n", "a") or {})["metadata"]["resourceVersion"] == "opaque", "not comparable: newest wins"
