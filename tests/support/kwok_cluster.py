@@ -3,8 +3,8 @@ kube-scheduler and kwok (sigs.k8s.io/kwok, tests/support/build-kwok.sh) faking N
 Running and Ready (and a Job's pods Succeeded) without kubelets.
 
 kwok's stages are given explicitly (KWOK_STAGES): a pod is Running and Ready as soon as it is bound to a fake node; a
-pod a Job owns then completes with exit code 0; a deleted pod goes at once. The nodes are large (110 pods each, as a
-kubelet's default) so scheduling, not capacity, is what a burst meets.
+pod a Job owns then completes with exit code 0; a deleted pod goes at once. The nodes are large (1,000 pods each, not a
+kubelet's 110: a run leaves thousands of finished pods bound) so scheduling, not capacity, is what a burst meets.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ NODE_ANNOTATION = "kwok.x-k8s.io/node"
 # A cluster of this size is not run on the controller-manager's defaults (20 requests/s, 5 Job syncs at a time): those
 # took 87 s to complete 300 Jobs written directly, the floor under every task's finish.
 CONTROLLER_MANAGER_ARGS = ("--kube-api-qps=500", "--kube-api-burst=1000", "--concurrent-job-syncs=50")
-PODS_PER_NODE = 110
+PODS_PER_NODE = 1000
 
 # kwok's node-initialize / pod-ready / pod-complete / pod-delete stages, trimmed to what the tier needs (no delays).
 KWOK_STAGES = """\
