@@ -388,6 +388,9 @@ def _claimed(
     message = f"claimed sandbox {meta['name']} of SandboxPool {ceiling.pool}"
     observed = _accepted(document, spec, LaunchType.WARM, Reason.SANDBOX_CLAIMED, message)
     observed.pod_name, observed.start_time, observed.claim = meta["name"], now(), claim
+    # Only a ready sandbox is claimed: its runtime is up, so the task runs from its first status (one write less).
+    if observe_sandbox(pod).phase is Phase.RUNNING:
+        observed.phase = Phase.RUNNING
     write_status(cluster, task.namespace, task.name, observed, known=document)
     cluster.record_event(document, EventReason.CLAIMED, message)
     observe_claim(document["metadata"]["creationTimestamp"], LaunchType.WARM.value)
