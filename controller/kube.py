@@ -45,6 +45,7 @@ ENSURED_CACHE_SECONDS = 60.0
 SIDE_THREADS = 16
 EVENT_THREADS = 2
 EVENT_REPEAT_SECONDS = 10.0
+EVENT_BACKLOG = 1000  # Events waiting to be sent; more are dropped (client-go's recorder drops too)
 LIST_PAGE = 500
 JOB_NAME_LABEL = "job-name"  # set by the Job controller on a Job's pods
 
@@ -117,6 +118,7 @@ class Cluster:
         self._side = ThreadPoolExecutor(SIDE_THREADS, thread_name_prefix="api-side")
         self._events = ThreadPoolExecutor(EVENT_THREADS, thread_name_prefix="api-events")
         self._events_said: dict[tuple[str, str], float] = {}
+        self._events_pending = self._events_dropped = 0
         self._events_lock = threading.Lock()
         self.core = client.CoreV1Api(self.api)
         self.batch = client.BatchV1Api(self.api)
@@ -405,35 +407,24 @@ class Cluster:
             if len(self._events_said) > 10_000:
                 self._events_said = {k: t for k, t in self._events_said.items() if at - t < EVENT_REPEAT_SECONDS}
             self._events_said[key] = at
-        self._events.submit(self._send_event, obj, reason, message, warning)
+            if self._events_pending >= EVENT_BACKLOG:  # the API server is slower than what there is to say
+                self._events_dropped += 1
+                if self._events_dropped % 100 == 1:
+                    log.warning("events dropped under load", extra={"dropped": self._events_dropped})
+                return
+            self._events_pending += 1
+        self._events.submit(self._send_event, _event(obj, reason, message, warning))
 
-    def _send_event(self, obj: dict[str, Any], reason: str, message: str, warning: bool) -> None:
-        meta = obj["metadata"]
-        stamp = datetime.now(UTC).isoformat(timespec="microseconds").replace("+00:00", "Z")
-        event = {
-            "apiVersion": "v1",
-            "kind": "Event",
-            "metadata": {"generateName": f"{meta['name']}.", "namespace": meta["namespace"]},
-            "involvedObject": {
-                "apiVersion": obj["apiVersion"],
-                "kind": obj["kind"],
-                "name": meta["name"],
-                "namespace": meta["namespace"],
-                "uid": meta["uid"],
-            },
-            "reason": reason,
-            "message": message,
-            "type": "Warning" if warning else "Normal",
-            "source": {"component": "mcpexec-operator"},
-            "firstTimestamp": stamp,
-            "lastTimestamp": stamp,
-            "count": 1,
-        }
+    def _send_event(self, event: Manifest) -> None:
+        meta = event["involvedObject"]
         create: Callable[..., Any] = self.core.create_namespaced_event  # takes the plain manifest, as ensure() does
         try:
             _discard(create(meta["namespace"], event, _preload_content=False))
         except ApiException as exc:  # an event is a courtesy; the status already holds the truth
             log.warning("could not record event for %s/%s: %s", meta["namespace"], meta["name"], exc.status)
+        finally:
+            with self._events_lock:
+                self._events_pending -= 1
 
     def read_pool(self, namespace: str, name: str) -> dict[str, Any] | None:
         return self._read_ours(SANDBOXPOOL_PLURAL, namespace, name)
@@ -542,3 +533,28 @@ class Cluster:
             except ApiException as exc:
                 if exc.status != 404:
                     raise
+
+
+def _event(obj: dict[str, Any], reason: str, message: str, warning: bool) -> Manifest:
+    """A core/v1 Event about `obj` (only what it needs of it is kept while the Event waits to be sent)."""
+    meta = obj["metadata"]
+    stamp = datetime.now(UTC).isoformat(timespec="microseconds").replace("+00:00", "Z")
+    return {
+        "apiVersion": "v1",
+        "kind": "Event",
+        "metadata": {"generateName": f"{meta['name']}.", "namespace": meta["namespace"]},
+        "involvedObject": {
+            "apiVersion": obj["apiVersion"],
+            "kind": obj["kind"],
+            "name": meta["name"],
+            "namespace": meta["namespace"],
+            "uid": meta["uid"],
+        },
+        "reason": reason,
+        "message": message,
+        "type": "Warning" if warning else "Normal",
+        "source": {"component": "mcpexec-operator"},
+        "firstTimestamp": stamp,
+        "lastTimestamp": stamp,
+        "count": 1,
+    }

@@ -5,7 +5,7 @@ sandboxes) were three quarters of the operator's requests and most of its CPU.
 What is read here may be a moment old. Every write it leads to is guarded by the resourceVersion it read (a status
 patch, a claim), so a stale read costs a conflict and a fresh read (controller/kube.py), never a lost or wrong write;
 what is not here yet (a watch that has not listed it) is read from the API server. Only what reconciles read is kept:
-no managedFields, no pod specs, no last-applied annotations.
+no managedFields, no pod or Job specs, no last-applied annotations.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from typing import Any
 
 Key = tuple[str, str, str]  # kind, namespace, name
 _DROPPED_ANNOTATIONS = ("kubectl.kubernetes.io/last-applied-configuration",)
+_NO_SPEC = ("Pod", "Job")  # read for their metadata and status only (a Job's spec holds its whole pod template)
 
 
 def _trimmed(kind: str, body: Mapping[str, Any]) -> dict[str, Any]:
@@ -23,7 +24,7 @@ def _trimmed(kind: str, body: Mapping[str, Any]) -> dict[str, Any]:
     annotations = meta.get("annotations")
     if annotations:
         meta["annotations"] = {k: v for k, v in annotations.items() if k not in _DROPPED_ANNOTATIONS}
-    kept = {key: value for key, value in body.items() if key != "metadata" and not (kind == "Pod" and key == "spec")}
+    kept = {key: value for key, value in body.items() if key != "metadata" and not (kind in _NO_SPEC and key == "spec")}
     return {**kept, "metadata": meta}
 
 

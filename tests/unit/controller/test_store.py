@@ -24,8 +24,10 @@ def test_what_is_kept_is_what_reconciles_read() -> None:
     kept = store.get("Pod", "n", "a")
     assert kept is not None and "managedFields" not in kept["metadata"] and "spec" not in kept, "no pod spec kept"
     assert kept["status"] == {"phase": "Running"}
-    store.put("Job", {"metadata": {"name": "j", "namespace": "n", "uid": "j1"}, "spec": {"x": 1}})
-    assert (store.get("Job", "n", "j") or {})["spec"] == {"x": 1}, "only a pod's spec is left out"
+    store.put("Job", {"metadata": {"name": "j", "namespace": "n", "uid": "j1"}, "spec": {"x": 1}, "status": {}})
+    assert "spec" not in (store.get("Job", "n", "j") or {}), "a Job's pod template is not kept either"
+    store.put("AgentTask", {"metadata": {"name": "t", "namespace": "n", "uid": "t1"}, "spec": {"code": "1"}})
+    assert (store.get("AgentTask", "n", "t") or {})["spec"] == {"code": "1"}, "a task's spec is kept"
 
 
 def test_objects_are_found_by_their_indexed_label_as_it_is_now() -> None:
