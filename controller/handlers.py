@@ -16,7 +16,7 @@ from typing import Any
 import kopf
 from prometheus_client import start_http_server
 
-from controller import pools, runs, sessions, tasks
+from controller import pools, reported, runs, sessions, tasks
 from controller.diffbase import DigestedDiffBaseStorage
 from controller.kube import Cluster, api_client
 from controller.metrics import POOL_SANDBOXES, TASK_PHASES
@@ -88,6 +88,13 @@ def job_changed(type: str | None, body: kopf.Body, memo: kopf.Memo, **_: Any) ->
 @kopf.on.event("", "v1", "pods", labels=CHILD_LABELS)
 def pod_changed(body: kopf.Body, namespace: str | None, memo: kopf.Memo, **_: Any) -> None:
     tasks.sync(memo.cluster, body["metadata"]["namespace"], body["metadata"]["labels"][TASK_LABEL])
+
+
+@kopf.on.event(*TASKS, id="report")
+def report_arrived(type: str | None, body: kopf.Body, memo: kopf.Memo, **_: Any) -> None:
+    """The task's sandbox reported its result through the gateway: it finishes now, not at its pod's exit."""
+    if type != "DELETED":
+        reported.fold(memo.cluster, dict(body), memo.settings.report_grace_seconds)
 
 
 @kopf.on.event(*TASKS)
