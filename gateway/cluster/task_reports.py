@@ -24,8 +24,10 @@ from mcpexec.api.timestamps import now
 
 log = logging.getLogger("mcpexec.gateway.task_reports")
 
-# Each API call's bound: a report waits on it before its runtime writes the termination message.
-API_TIMEOUT_SECONDS = 3.0
+# Each API call's bound, and the whole write's (the client may try a call again): the runtime waits on the answer
+# before it writes its termination message (runtime/report.py waits up to 10 s).
+API_TIMEOUT_SECONDS = 2.0
+RECORD_TIMEOUT_SECONDS = 5.0
 _CONFLICT_RETRIES = 3
 # Tasks whose report is settled (recorded, or not needed), remembered so that more reports cost the API server
 # nothing: a sandbox's code holds its token and could post again and again.
@@ -33,6 +35,9 @@ _SETTLED_KEPT = 4096
 
 
 class KubeTaskReports:
+    """The API calls run in a worker thread, each bounded and the whole write too: a write the API server takes
+    after the caller was told 503 still stands (it is the report the sandbox sent)."""
+
     def __init__(self, directory: KubeDirectory, timeout_seconds: float = API_TIMEOUT_SECONDS) -> None:
         self._directory = directory
         self._timeout = timeout_seconds
@@ -42,8 +47,8 @@ class KubeTaskReports:
         if ctx.scope in self._settled:
             return False
         try:
-            recorded = await asyncio.to_thread(self._record, ctx, report)
-        except (ApiException, HTTPError, OSError) as exc:
+            recorded = await asyncio.wait_for(asyncio.to_thread(self._record, ctx, report), RECORD_TIMEOUT_SECONDS)
+        except (ApiException, HTTPError, OSError, TimeoutError) as exc:
             cause = f"the API server answered {exc.status}" if isinstance(exc, ApiException) else type(exc).__name__
             log.warning("task result not recorded", extra={"task": ctx.task_id, "task_uid": ctx.uid, "error": cause})
             raise TaskStatusUnavailable(f"the task's status could not be written ({cause})") from None
