@@ -196,7 +196,7 @@ def test_a_reported_task_finishes_before_its_pod_exits_as_a_job_would_finish_it(
     assert (finished["status"], finished["reason"]) == ("True", "Succeeded")
     assert condition(status, "Succeeded")["status"] == "True"
     wait_for(lambda: "Succeeded" in _events(namespace, uid), 30, "the Succeeded Event")
-    assert _run_record(namespace, "fast")["phase"] == "Succeeded"
+    wait_for(lambda: _run_record(namespace, "fast").get("phase") == "Succeeded", 30, "the run's outcome recorded")
 
     def deadline() -> int | None:
         found = client.CoreV1Api().read_namespaced_pod(pod.metadata.name, namespace).spec.active_deadline_seconds
@@ -223,7 +223,7 @@ def test_a_failure_report_fails_the_task_and_the_jobs_own_failure_changes_nothin
     _gateway_writes_report(namespace, "broken", {"phase": "Failed", "result": "", "error": "ValueError: bad input"})
     status = wait_phase(namespace, "broken", "Failed")
     assert condition(status, "Finished")["message"] == "ValueError: bad input"
-    assert _run_record(namespace, "broken")["phase"] == "Failed"
+    wait_for(lambda: _run_record(namespace, "broken").get("phase") == "Failed", 30, "the run's outcome recorded")
     play_kubelet(pod, "Failed", exit_code=137, message="")  # then killed, say, with no termination message
     wait_for(lambda: _job_finished(namespace, "broken"), 60, "the Job failed")
     time.sleep(2)
