@@ -15,7 +15,7 @@ from typing import Any
 import kopf
 from prometheus_client import start_http_server
 
-from controller import pools, runs, sessions, tasks
+from controller import pools, reported, runs, sessions, tasks
 from controller.diffbase import DigestedDiffBaseStorage
 from controller.kube import EVENT_THREADS, SIDE_THREADS, Cluster, api_client
 from controller.metrics import POOL_SANDBOXES, TASK_PHASES
@@ -98,6 +98,13 @@ def job_changed(type: str | None, body: kopf.Body, memo: kopf.Memo, **_: Any) ->
 def pod_changed(type: str | None, body: kopf.Body, memo: kopf.Memo, **_: Any) -> None:
     _keep(memo.cluster, "Pod", type, body)
     tasks.sync(memo.cluster, body["metadata"]["namespace"], body["metadata"]["labels"][TASK_LABEL])
+
+
+@kopf.on.event(*TASKS, id="report")
+def report_arrived(type: str | None, body: kopf.Body, memo: kopf.Memo, **_: Any) -> None:
+    """The task's sandbox reported its result through the gateway: it finishes now, not at its pod's exit."""
+    if type != "DELETED":
+        reported.fold(memo.cluster, dict(body), memo.settings.report_grace_seconds)
 
 
 @kopf.on.event(*TASKS)

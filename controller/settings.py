@@ -61,6 +61,8 @@ class OperatorSettings(BaseSettings):
     # Every task's /workspace (an emptyDir): the kubelet evicts a pod that writes more, and the task fails saying so.
     workspace_size: Annotated[str, StringConstraints(pattern=QUANTITY)] = DEFAULT_WORKSPACE_SIZE
     sweep_interval_seconds: float = Field(default=10, gt=0)
+    # A sandbox that reported its result is ended by its kubelet this long after, unless it exited (reports.py).
+    report_grace_seconds: float = Field(default=30, gt=0)
     # How long a task name's run record is kept (controller/ledger.py): within it a re-created task of that name is
     # not run again; past it the name may run again. 0 keeps records for ever.
     run_record_retention_days: int = Field(default=30, ge=0)

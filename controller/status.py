@@ -160,6 +160,18 @@ def observe_sandbox(pod: dict[str, Any] | None) -> AgentTaskStatus:
     return _with_outcome(status, outcome)
 
 
+def observe_result(result: RuntimeResult, at: str, start_time: str | None) -> AgentTaskStatus:
+    """The finished status a runtime's result implies on its own, finished `at`: what its sandbox reported through
+    the gateway ahead of its pod's exit (controller/reports.py), read as its termination message would be."""
+    status = AgentTaskStatus(phase=Phase.PENDING, start_time=start_time)
+    outcome = _Outcome(result=result.result[:RESULT_LIMIT], usage=result.usage, error=result.error or None)
+    failure = (
+        None if result.phase is Phase.SUCCEEDED else {"reason": Reason.FAILED, "message": "the task's code failed"}
+    )
+    _finish(status, [], outcome, at, failure)
+    return _with_outcome(status, outcome)
+
+
 def lifecycle(phase: Phase, conditions: list[Condition]) -> list[Condition]:
     """Succeeded, Reconciling and Stalled for a task's phase (mcpexec/api/conditions.py: outcome): the reason is the
     Finished one once it finished, the refusal it waits on while not Accepted, else the phase."""

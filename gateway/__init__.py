@@ -5,9 +5,9 @@ runs it in-process for `mcpexec run`. The package map, from the entry points dow
 module only imports from its own layer or below, see .importlinter):
 
 - `cluster/`   cluster mode: TokenReview auth of sandboxes, the SandboxPool claim index, MCPServer resources and their
-               status, serve(); `cluster/people/`, the door for people on a port of its own: who they are and what
-               they may (TokenReview, SubjectAccessReview), the execute API over their AgentSessions, the MCP front
-               door
+               status, the tasks' result reports (`status.report`), serve(); `cluster/people/`, the door for people on
+               a port of its own: who they are and what they may (TokenReview, SubjectAccessReview), the execute API
+               over their AgentSessions, the MCP front door
 - `local/`     local mode: the in-process gateway on a Unix socket and its per-task tokens
 - `web/`       the v1 HTTP API (docs/contracts.md): app (its routers, one per area, in `routes/`), bearer auth, error
                bodies, lean tool-call route, body limit, serving; the MCP front door (execute_code) over the session

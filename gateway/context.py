@@ -8,6 +8,7 @@ from functools import cached_property
 from typing import Protocol
 
 from mcpexec.api.agenttask import AgentTask
+from mcpexec.api.result import RuntimeResult
 from mcpexec.api.sandbox import SandboxPolicy
 
 
@@ -51,3 +52,12 @@ class Assigner(Protocol):
     sandbox's, `errors.Unauthenticated` as `Authenticator` does."""
 
     async def assignment(self, token: str, wait: float) -> TaskContext | None: ...
+
+
+class TaskReports(Protocol):
+    """Where a task's result, as its own sandbox reports it, is recorded (cluster: the AgentTask's `status.report`).
+    `record` is True when this report was recorded, False when there was nothing to record (the task has a report
+    already, the first stands; it finished; it is gone). Raises `errors.TaskStatusUnavailable` when it could not
+    be told."""
+
+    async def record(self, ctx: TaskContext, report: RuntimeResult) -> bool: ...

@@ -10,7 +10,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from gateway.context import Assigner, Authenticator, TaskContext
+from gateway.context import Assigner, Authenticator, TaskContext, TaskReports
 from gateway.errors import GatewayError
 from gateway.executions.broker import ExecutionBroker
 from gateway.executions.memory_store import MemoryExecutionStore
@@ -56,6 +56,8 @@ class GatewayBackends:
     execution_store: ExecutionStore | None = None  # None: in this process
     # Which task a SandboxPool's sandbox runs: cluster mode only (None: this gateway serves no pools).
     assigner: Assigner | None = None
+    # Where tasks' results reported by their sandboxes go: cluster mode only (None: the host reads the result file).
+    task_reports: TaskReports | None = None
 
 
 @dataclass(frozen=True)
@@ -76,6 +78,7 @@ class GatewayCore:
         self.limits = config.limits
         self.authenticator = backends.authenticator
         self.assigner = backends.assigner
+        self.task_reports = backends.task_reports
         self.metrics = GatewayMetrics()
         self.usage = UsageMeter()
         self.vault = backends.vault

@@ -70,6 +70,20 @@ class CodeTooLarge(GatewayError):
     status, code = 413, "request_too_large"
 
 
+class ReportTooLarge(GatewayError):
+    """A task's result report over the termination message's bound (runtime/contract.py: RESULT_LIMIT): a result the
+    kubelet would not carry either."""
+
+    status, code = 413, "request_too_large"
+
+
+class TaskStatusUnavailable(GatewayError):
+    """The API server did not take a task's result report (unreachable, refusing, slow): the task finishes from its
+    termination message instead."""
+
+    status, code = 503, "task_status_unavailable"
+
+
 class SkillRefused(GatewayError):
     """A skill's seal does not admit loading it in this task (tools/skill_seals.py)."""
 

@@ -1,4 +1,5 @@
-"""`python3 -m runtime`: run the task in task.json, write the bounded result, exit 0 only on success.
+"""`python3 -m runtime`: run the task in task.json, write the bounded result (in a cluster, reported to the gateway
+first), exit 0 only on success.
 
 In a SandboxPool's sandbox (MCPEXEC_AWAIT_ASSIGNMENT) there is no task.json: the runtime starts, imports all it
 runs with and opens its gateway connection while idle, then asks the gateway for its task until the operator claims
@@ -19,6 +20,7 @@ from runtime.contract import SESSION_MODE
 from runtime.executor import Executor
 from runtime.llm import ask_llm
 from runtime.output import OutputLog
+from runtime.report import report
 from runtime.result import Result, Usage, write
 
 OUTPUT_LIMIT = 20_000  # characters of output fed back to the model or kept as the result
@@ -68,9 +70,10 @@ def main() -> int:
     env = Environment.from_env()
     usage = Usage()
     log = OutputLog(env.workspace / "output.log")
+    task: dict[str, Any] | None = None
     try:
         if env.session:
-            task: dict[str, Any] = {"mode": SESSION_MODE}
+            task = {"mode": SESSION_MODE}
         else:
             task = client.await_assignment() if env.await_assignment else env.task()
         result = _run(env, task, usage, log)
@@ -83,6 +86,10 @@ def main() -> int:
     if client.gateway().vault.lost is not None:  # the task's tokens may mean other values now: runtime/vault_marks.py
         result = Result("Failed", result.result, f"vault_lost: {client.gateway().vault.lost}", usage)
     usage.toolCalls = client.gateway().tool_calls
+    # A task's result, once it has a task (a session is no task: it ends with its sandbox), goes to the gateway first:
+    # the termination message reaches the operator only after the pod's exit (runtime/report.py).
+    if env.report_result and task is not None and task.get("mode") != SESSION_MODE:
+        report(result)
     write(env.result_file, result)
     return 0 if result.phase == "Succeeded" else 1
 

@@ -17,6 +17,7 @@ from runtime.config import Environment
 from runtime.contract import ASSIGNMENT_PATH
 from runtime.errors import ToolError as ToolError  # agent code, skills and session.py know it as client.ToolError
 from runtime.transport import (
+    ANSWER_TIMEOUT_SECONDS,
     BACKOFF_CEILING_SECONDS,
     BACKOFF_FIRST_SECONDS,
     RETRY_SECONDS,
@@ -74,9 +75,11 @@ class Gateway:
             time.sleep(wait)
             backoff = min(backoff * 2, _RETRY_BACKOFF_CEILING)
 
-    def post_once(self, path: str, body: Any) -> None:
-        """POST without resending a refused request (what may be dropped: streamed output)."""
-        self._send("POST", path, json.dumps(body).encode(), RETRY_SECONDS)
+    def post_once(self, path: str, payload: bytes, connect_for: float, answer_for: float) -> None:
+        """POST `payload` (JSON) once, for what may be dropped: trying to connect for up to `connect_for` seconds (no
+        connection, nothing sent), waiting up to `answer_for` seconds for each read of the answer; a refusal, a 429
+        included, is not sent again."""
+        self._send("POST", path, payload, connect_for, answer_for)
 
     def poll(self, path: str, wait_seconds: int) -> dict[str, Any] | None:
         """One long poll of `path`, one try (long_poll backs off): its answer, or None when the gateway had nothing
@@ -84,12 +87,19 @@ class Gateway:
         answer: dict[str, Any] | None = self._send("GET", f"{path}?wait={wait_seconds}", None, 0.0)
         return answer
 
-    def _send(self, method: str, path: str, payload: bytes | None, retry_for: float) -> Any:
+    def _send(
+        self,
+        method: str,
+        path: str,
+        payload: bytes | None,
+        retry_for: float,
+        answer_for: float = ANSWER_TIMEOUT_SECONDS,
+    ) -> Any:
         if self.vault.refuses(path):
             raise ToolError(409, VAULT_LOST, str(self.vault.lost))
         headers = {"Authorization": f"Bearer {self._env.bearer()}", "Content-Type": "application/json"}
         headers.update(self.vault.headers())
-        answer = self._connections.exchange(method, path, payload, headers, retry_for)
+        answer = self._connections.exchange(method, path, payload, headers, retry_for, answer_for)
         try:
             decoded = None if answer.status == 204 else json.loads(answer.body)
         except ValueError:

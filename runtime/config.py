@@ -23,6 +23,7 @@ class Environment:
     await_assignment: bool = False
     session: bool = False
     ready_file: Path | None = None
+    report_result: bool = False
 
     @classmethod
     def from_env(cls) -> Environment:
@@ -38,6 +39,7 @@ class Environment:
             await_assignment=bool(os.environ.get(contract.AWAIT_ASSIGNMENT_ENV)),
             session=bool(os.environ.get(contract.SESSION_ENV)),
             ready_file=Path(os.environ[contract.READY_FILE_ENV]) if os.environ.get(contract.READY_FILE_ENV) else None,
+            report_result=bool(os.environ.get(contract.REPORT_RESULT_ENV)),
         )
 
     def bearer(self) -> str:

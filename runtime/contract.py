@@ -59,6 +59,11 @@ SESSION_EXECUTIONS_PATH = "/v1/session/executions"
 # limit on a termination message).
 RESULT_LIMIT = 4096
 USAGE_FIELDS = ("llmTurns", "tokensIn", "tokensOut", "toolCalls")
+# Set where the result goes to the kubelet's termination message, which reaches the operator only after the pod has
+# exited and the kubelet has reported it: the runtime first posts the same document to RESULT_REPORT_PATH (once; the
+# termination message stays the fallback), and the gateway records it in the task's status at once.
+REPORT_RESULT_ENV = "MCPEXEC_REPORT_RESULT"
+RESULT_REPORT_PATH = "/v1/task/result"
 
 
 def local_gateway_url() -> str:
@@ -69,13 +74,17 @@ def sandbox_environment(
     *, gateway_url: str, result_file: str, tmpdir: str, token_file: str | None = None, token: str | None = None
 ) -> dict[str, str]:
     """The runtime's environment: the gateway and one credential for it (a token file the kubelet rotates, or
-    a token), where the task and the result are, and the sandbox's only writable places."""
+    a token), where the task and the result are (and whether to report the result to the gateway first), and the
+    sandbox's only writable places."""
     if (token_file is None) == (token is None):
         raise ValueError("a sandbox gets exactly one gateway credential: a token file or a token")
     credential = {TOKEN_FILE_ENV: token_file} if token_file is not None else {TOKEN_ENV: str(token)}
+    # Only the termination message is slow to arrive: a result file the host reads at the sandbox's exit is not.
+    report = {REPORT_RESULT_ENV: "1"} if result_file == TERMINATION_LOG else {}
     return {
         GATEWAY_URL_ENV: gateway_url,
         **credential,
+        **report,
         TASK_FILE_ENV: TASK_FILE,
         RESULT_FILE_ENV: result_file,
         WORKSPACE_ENV: WORKSPACE,

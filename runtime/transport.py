@@ -38,7 +38,7 @@ IDLE_REUSE_SECONDS = 4.0
 # whose answer was lost, whose caller then times out, but never runs it twice).
 RESENT_METHODS = frozenset({"GET"})
 _CONNECT_TIMEOUT_SECONDS = 5.0
-_ANSWER_TIMEOUT_SECONDS = 300.0
+ANSWER_TIMEOUT_SECONDS = 300.0
 
 
 @dataclass(frozen=True)
@@ -127,11 +127,21 @@ class Connections:
         self._parts = urllib.parse.urlsplit(url)
         self._local = threading.local()
 
-    def exchange(self, method: str, path: str, body: bytes | None, headers: dict[str, str], retry_for: float) -> Answer:
-        """Send one request and read its whole answer, trying for up to `retry_for` seconds where that is safe."""
+    def exchange(
+        self,
+        method: str,
+        path: str,
+        body: bytes | None,
+        headers: dict[str, str],
+        retry_for: float,
+        answer_for: float = ANSWER_TIMEOUT_SECONDS,
+    ) -> Answer:
+        """Send one request and read its whole answer (each read waiting up to `answer_for` seconds), trying for up
+        to `retry_for` seconds where that is safe."""
         backoff = _Backoff(retry_for)
         while True:
             connection = self._reused() or self._connected(backoff)
+            connection.sock.settimeout(answer_for)
             try:
                 connection.request(method, path, body=body, headers=headers)
                 response = connection.getresponse()
@@ -176,7 +186,6 @@ class Connections:
                 cause = f"{type(exc).__name__}: {exc}"
                 message = f"could not connect to the gateway at {self._url}{tried} ({cause}); nothing was sent"
                 raise ToolError(503, GATEWAY_UNREACHABLE, message) from None
-            connection.sock.settimeout(_ANSWER_TIMEOUT_SECONDS)
             return connection
 
     def _new(self) -> http.client.HTTPConnection:

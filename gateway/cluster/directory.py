@@ -33,10 +33,20 @@ class KubeDirectory:
     def service_account(self, namespace: str, name: str) -> dict[str, Any]:
         return self._plain(self._core.read_namespaced_service_account(name, namespace))
 
-    def agent_task(self, namespace: str, name: str) -> dict[str, Any]:
+    def agent_task(self, namespace: str, name: str, timeout: float | None = None) -> dict[str, Any]:
+        """`timeout`: seconds for the API server's answer (None: the client's default, none)."""
         return cast(
             dict[str, Any],
-            self._custom.get_namespaced_custom_object(GROUP, VERSION, namespace, AGENTTASK_PLURAL, name),
+            self._custom.get_namespaced_custom_object(
+                GROUP, VERSION, namespace, AGENTTASK_PLURAL, name, _request_timeout=timeout
+            ),
+        )
+
+    def patch_agent_task_status(self, namespace: str, name: str, body: dict[str, Any], timeout: float) -> None:
+        """A merge patch of an AgentTask's status subresource (`body` may hold `metadata.resourceVersion`: then it
+        applies only to the task as it was read, else 409)."""
+        self._custom.patch_namespaced_custom_object_status(
+            GROUP, VERSION, namespace, AGENTTASK_PLURAL, name, body, _request_timeout=timeout
         )
 
     def agent_session(self, namespace: str, name: str) -> dict[str, Any]:

@@ -17,6 +17,7 @@ from gateway.cluster.people.sessions import ClusterSessions
 from gateway.cluster.people.users import SessionUsers
 from gateway.cluster.server_status import ServerStatusReporter
 from gateway.cluster.servers import ClusterServers
+from gateway.cluster.task_reports import KubeTaskReports
 from gateway.core import GatewayBackends, GatewayConfig, GatewayCore
 from gateway.errors import PiiDetectorUnavailable
 from gateway.executions.redis_store import RedisExecutionStore
@@ -67,6 +68,7 @@ async def serve(settings: GatewaySettings) -> None:
                 rate_limits=SharedRateLimits(settings.redis_url, limits.requests_per_second),
                 execution_store=RedisExecutionStore(settings.redis_url),
                 assigner=authenticator,
+                task_reports=KubeTaskReports(directory),
             ),
             GatewayConfig(
                 limits=limits,

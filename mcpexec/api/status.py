@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from mcpexec.api.agentsession import SessionPhase
 from mcpexec.api.agenttask import Phase
 from mcpexec.api.conditions import Condition
+from mcpexec.api.result import RuntimeResult
 from mcpexec.api.sandboxpool import Claim, LaunchType
 from mcpexec.api.usage import Usage
 
@@ -39,6 +40,16 @@ class Status(BaseModel):
         return self.model_dump(mode="json", by_alias=True, exclude_none=True)
 
 
+class TaskReport(RuntimeResult):
+    """`status.report`: the result the task's own sandbox reported through the gateway (the gateway writes it, once,
+    while the task is unfinished), the termination message's document ahead of the pod's exit; the operator folds
+    it into the phase (controller/reports.py)."""
+
+    model_config = ConfigDict(populate_by_name=True)
+
+    reported_at: str = Field(alias="reportedAt")
+
+
 class AgentTaskStatus(Status):
     phase: Phase | None = None
     mode: Literal["prompt", "code"] | None = None
@@ -51,6 +62,7 @@ class AgentTaskStatus(Status):
     duration: str | None = None
     result: str | None = None
     usage: Usage | None = None
+    report: TaskReport | None = None
     children_deleted_at: str | None = Field(default=None, alias="childrenDeletedAt")
 
     @property

@@ -23,10 +23,12 @@ from gateway.cluster.claims import ClaimIndex
 from gateway.cluster.directory import KubeDirectory
 from gateway.cluster.server_status import ServerStatusReporter
 from gateway.cluster.servers import ClusterServers
+from gateway.cluster.task_reports import KubeTaskReports
 from gateway.settings import Limits
 from gateway.tools.catalog import Catalog, namespaced_server_key
 from gateway.upstreams.pool import UpstreamPool
 from mcpexec.api.meta import AGENTSESSION_PLURAL, AGENTTASK_PLURAL, GROUP, MCPSERVER_PLURAL, VERSION
+from mcpexec.api.result import RuntimeResult
 from tests.cluster.kube import create_task, job_pod, play_kubelet, task_status, wait_for, wait_phase
 from tests.cluster.test_sessions import create_session, session_status
 from tests.support.chart import render
@@ -202,6 +204,9 @@ def test_gateway_resolves_tokens_with_the_charts_rbac_only(
         )
     )
     assert context.task.task_id == f"{namespace}/caller"
+    # The task's own sandbox's result, recorded as its status.report (agenttasks/status: patch).
+    assert asyncio.run(KubeTaskReports(directory).record(context, RuntimeResult(phase="Succeeded", result="rbac")))
+    assert task_status(namespace, "caller")["report"]["result"] == "rbac"
     # The claim indexes: every AgentTask and AgentSession listed, then watched (a 403 would raise here).
     for plural in (AGENTTASK_PLURAL, AGENTSESSION_PLURAL):
         claims = ClaimIndex(directory, plural)

@@ -28,6 +28,7 @@ from gateway.cluster.auth import ClusterAuthenticator
 from gateway.cluster.claims import ClaimEntry, ClaimIndex
 from gateway.cluster.directory import KubeDirectory
 from gateway.cluster.servers import ClusterServers
+from gateway.cluster.task_reports import KubeTaskReports
 from gateway.core import GatewayBackends, GatewayCore
 from gateway.executions.redis_store import RedisExecutionStore
 from gateway.pii.vault import MemoryVault
@@ -65,13 +66,22 @@ CEILING = {"mcpServers": ["crm"], "tools": {"allow": ["crm/get_customer", "crm/s
 
 class ClusterGateway:
     """The cluster-mode gateway wired as `gateway.cluster.serve` wires it (MCPServer resources, the claim index and
-    its watch, TokenReview auth, the assigner), served on a loopback port from its own event-loop thread. Nothing is
-    cached (cache_seconds=0), so every request is answered from the API server and the index as they are now."""
+    its watch, TokenReview auth, the assigner, the tasks' result reports), served on a loopback port from its own
+    event-loop thread. Nothing is cached (cache_seconds=0), so every request is answered from the API server and the
+    index as they are now."""
 
-    def __init__(self, cluster: ControlPlane, port: int | None = None, redis_url: str | None = None) -> None:
-        """`redis_url`: share sessions' executions with other replicas there (else this process keeps them)."""
+    def __init__(
+        self,
+        cluster: ControlPlane,
+        port: int | None = None,
+        redis_url: str | None = None,
+        reports_directory: KubeDirectory | None = None,
+    ) -> None:
+        """`redis_url`: share sessions' executions with other replicas there (else this process keeps them);
+        `reports_directory`: where tasks' result reports are written (else the API server everything else uses)."""
         self.redis_url = redis_url
         self.directory = KubeDirectory(config.new_client_from_config(config_file=str(cluster.kubeconfig)))
+        self.reports = KubeTaskReports(reports_directory or self.directory)
         self.claims = ClaimIndex(self.directory)
         self.servers = ClusterServers(self.directory, 600, frozenset())
         self.auth = ClusterAuthenticator(self.directory, AUDIENCE, self.claims, cache_seconds=0)
@@ -99,6 +109,7 @@ class ClusterGateway:
                 server_headers=self.servers.headers,
                 execution_store=None if self.redis_url is None else RedisExecutionStore(self.redis_url),
                 assigner=self.auth,
+                task_reports=self.reports,
             )
         )
         await self._core.start()
@@ -297,13 +308,26 @@ def _task_token(namespace: str) -> str:
 def pool_runtime(token: str, gateway_port: int) -> Iterator[tuple[subprocess.Popen[str], Path]]:
     """`python3 -m runtime` as a pool's sandbox runs it (no task file, a pod-bound token), asking the gateway on
     `gateway_port` for its assignment; and its workspace. Killed on exit if still running."""
-    with tempfile.TemporaryDirectory(prefix="mcpexec-pool-") as tmp:
+    with sandbox_runtime(token, gateway_port) as running:
+        yield running
+
+
+@contextmanager
+def sandbox_runtime(
+    token: str, gateway_port: int, task: dict[str, Any] | None = None, report: bool = False
+) -> Iterator[tuple[subprocess.Popen[str], Path]]:
+    """`python3 -m runtime` as a sandbox runs it against the gateway on `gateway_port`: a cold task's with its task
+    config `task`, else a pool's (no task file: it asks for its assignment); `report`: it reports its result to the
+    gateway, as where its result is the termination message. Its workspace; killed on exit if still running."""
+    with tempfile.TemporaryDirectory(prefix="mcpexec-sandbox-") as tmp:
         root = Path(tmp)
         (root / "path").mkdir()
         (root / "path" / "runtime").symlink_to(RUNTIME_PACKAGE)
-        workspace, token_file = root / "workspace", root / "token"
+        workspace, token_file, task_file = root / "workspace", root / "token", root / "task.json"
         workspace.mkdir()
         token_file.write_text(token + "\n")
+        if task is not None:
+            task_file.write_text(json.dumps(task))
         environment = contract.sandbox_environment(
             gateway_url=f"http://127.0.0.1:{gateway_port}",
             result_file=str(workspace / "result.json"),
@@ -311,8 +335,9 @@ def pool_runtime(token: str, gateway_port: int) -> Iterator[tuple[subprocess.Pop
             token_file=str(token_file),
         )
         environment |= {
-            contract.AWAIT_ASSIGNMENT_ENV: "1",
-            contract.TASK_FILE_ENV: str(root / "no-task-file"),
+            **({} if task is not None else {contract.AWAIT_ASSIGNMENT_ENV: "1"}),
+            **({contract.REPORT_RESULT_ENV: "1"} if report else {}),
+            contract.TASK_FILE_ENV: str(task_file),
             contract.WORKSPACE_ENV: str(workspace),
             contract.SKILLS_ENV: str(root / "skills"),
             "HOME": str(workspace),

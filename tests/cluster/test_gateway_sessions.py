@@ -193,6 +193,10 @@ def test_the_execute_api_runs_code_for_those_allowed_and_no_one_else(cluster: Co
         assert second.json()["stdout"] == "42\nC001\n"
         refused = _execute(url, namespace, "work", alice, "call_tool('crm/send_message', {})")
         assert "forbidden" in refused.json()["error"]
+        # A session is no task: its sandbox has no task result to report.
+        with gateway.client(_pod_token(namespace, pod)) as sandbox:
+            report = sandbox.post("/v1/task/result", json={"phase": "Succeeded", "result": "x"})
+            assert (report.status_code, report.json()["error"]["code"]) == (403, "forbidden"), report.text
         status = session_status(namespace, "work")
         assert status["lastActivity"] and status["usage"]["executions"] >= 1
 

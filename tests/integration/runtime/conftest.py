@@ -75,11 +75,13 @@ def start_runtime(
     token_file: Path | None = None,
     task_json: str | None = None,
     await_assignment: bool = False,
+    report: bool = False,
     command_prefix: tuple[str, ...] = (),
 ) -> RuntimeProcess:
     """Start `python3 -S -m runtime` on `task` (laid out by runtime_root) against the gateway at `gateway_url`,
     with its `token` in the environment or its `token_file` (read on every request); `task_json` replaces the real
-    task file, `command_prefix` runs it under another program (unshare)."""
+    task file, `report` has it report its result to the gateway (as in a cluster), `command_prefix` runs it under
+    another program (unshare)."""
     run_dir = Path(tempfile.mkdtemp(prefix=f"{task.metadata.name}-", dir=root / "runs"))
     workspace, etc = run_dir / "workspace", run_dir / "etc"
     workspace.mkdir(parents=True)
@@ -97,6 +99,8 @@ def start_runtime(
     }
     if await_assignment:
         env["MCPEXEC_AWAIT_ASSIGNMENT"] = "1"
+    if report:
+        env["MCPEXEC_REPORT_RESULT"] = "1"
     if token_file is not None:  # the cluster's way: a token file (projected SA token)
         env["MCPEXEC_TOKEN_FILE"] = str(token_file)
     elif token is not None:

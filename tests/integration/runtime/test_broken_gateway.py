@@ -60,6 +60,7 @@ class BrokenGateway(socketserver.ThreadingTCPServer):
         super().__init__(("127.0.0.1", 0), _Exchange)
         self.script = script
         self.requests: list[tuple[str, str]] = []
+        self.bodies: list[tuple[str, str, bytes]] = []
         self._lock = threading.Lock()
 
     @property
@@ -69,10 +70,11 @@ class BrokenGateway(socketserver.ThreadingTCPServer):
     def count(self, method: str, path: str) -> int:
         return self.requests.count((method, path))
 
-    def next_answer(self, method: str, path: str) -> bytes:
+    def next_answer(self, method: str, path: str, body: bytes) -> bytes:
         with self._lock:
             seen = self.requests.count((method, path))
             self.requests.append((method, path))
+            self.bodies.append((method, path, body))
         answers = self.script.get((method, path)) or [answer(404, {"error": {"code": "not_found", "message": path}})]
         return answers[min(seen, len(answers) - 1)]
 
@@ -88,8 +90,8 @@ class _Exchange(socketserver.StreamRequestHandler):
                 name, _, value = header.decode().partition(":")
                 if name.strip().lower() == "content-length":
                     length = int(value)
-            self.rfile.read(length)
-            reply = self.server.next_answer(method, target.partition("?")[0])
+            body = self.rfile.read(length)
+            reply = self.server.next_answer(method, target.partition("?")[0], body)
             if reply == RESET:
                 self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
                 self.connection.close()
@@ -233,3 +235,42 @@ def test_a_pool_sandbox_waits_for_its_task_through_lost_answers_and_errors(root:
     assert run.exit_code == 0, run
     assert run.result["result"] == "assigned\n"
     assert gateway.count(*assignment) == 4
+
+
+RESULT_REPORT = ("POST", "/v1/task/result")
+REPORT_FAILURES = {
+    **{name: BROKEN_ANSWERS[name] for name in ("reset", "no answer", "half a body")},  # it may have arrived
+    "refused": answer(503, {"error": {"code": "task_status_unavailable", "message": "the API server is away"}}),
+    "not served": answer(404, {"error": {"code": "not_found", "message": "no such route"}}),
+}
+
+
+def test_a_result_taken_by_the_gateway_is_the_termination_messages_document(root: Path) -> None:
+    """In a cluster the runtime reports its result to the gateway before it writes its termination message."""
+    with broken_gateway({RESULT_REPORT: [answer(204)]}) as gateway:
+        run = _run(root, gateway, "reported", {"code": "print(6 * 7)"}, report=True)
+    assert (run.exit_code, run.result["result"], run.stderr) == (0, "42\n", ""), run
+    (reported,) = [body for method, path, body in gateway.bodies if (method, path) == RESULT_REPORT]
+    assert json.loads(reported) == run.result
+
+
+@pytest.mark.parametrize("failure", REPORT_FAILURES)
+def test_a_result_report_is_sent_once_and_the_termination_message_written_whatever_its_answer(
+    root: Path, failure: str
+) -> None:
+    with broken_gateway({RESULT_REPORT: [REPORT_FAILURES[failure]]}) as gateway:
+        run = _run(root, gateway, "reported", {"code": "raise ValueError('no')"}, report=True)
+    assert run.exit_code == 1 and run.result["phase"] == "Failed", run
+    assert "ValueError: no" in run.result["error"]
+    assert gateway.count(*RESULT_REPORT) == 1
+    assert run.stderr.startswith("runtime: result not reported to the gateway ("), run.stderr
+
+
+def test_no_result_is_reported_where_it_is_not_asked_nor_for_a_session(root: Path) -> None:
+    """Local mode (no MCPEXEC_REPORT_RESULT: the host reads the result file), and an interactive session (no task)."""
+    over = answer(403, {"error": {"code": "no_session", "message": "ended by the test"}})
+    with broken_gateway({RESULT_REPORT: [answer(204)], ("GET", "/v1/session/next"): [over]}) as gateway:
+        local = _run(root, gateway, "local", {"code": "print(1)"})
+        session = _run(root, gateway, "session", {"mode": "session"}, report=True)
+    assert (local.exit_code, session.exit_code) == (0, 0), (local, session)
+    assert gateway.count(*RESULT_REPORT) == 0

@@ -82,3 +82,13 @@ def test_a_pool_sandbox_marks_itself_ready_once_asked_where(tmp_path: Path) -> N
     assert marker.read_text() == "ready\n"
     Gateway(_environment(None)).mark_ready()  # nothing asked: nothing written, nothing raised
     assert [p.name for p in tmp_path.iterdir()] == ["ready"]
+
+
+def test_only_a_sandbox_whose_result_is_the_termination_message_reports_it_first() -> None:
+    """The termination message reaches the operator after the pod's exit and its kubelet's word; a result file the
+    host reads at the sandbox's exit (local mode) needs no report."""
+    common = {"gateway_url": "http://gw:8000", "tmpdir": "/t", "token": "t"}
+    cluster = contract.sandbox_environment(result_file=contract.TERMINATION_LOG, **common)
+    local = contract.sandbox_environment(result_file=contract.LOCAL_RESULT_FILE, **common)
+    assert cluster[contract.REPORT_RESULT_ENV] == "1"
+    assert contract.REPORT_RESULT_ENV not in local
