@@ -100,19 +100,17 @@ def pod_changed(type: str | None, body: kopf.Body, memo: kopf.Memo, **_: Any) ->
     tasks.sync(memo.cluster, body["metadata"]["namespace"], body["metadata"]["labels"][TASK_LABEL])
 
 
-@kopf.on.event(*TASKS, id="report")
-def report_arrived(type: str | None, body: kopf.Body, memo: kopf.Memo, **_: Any) -> None:
-    """The task's sandbox reported its result through the gateway: it finishes now, not at its pod's exit."""
-    if type != "DELETED":
-        reported.fold(memo.cluster, dict(body), memo.settings.report_grace_seconds)
-
-
 @kopf.on.event(*TASKS)
 async def task_seen(type: str | None, body: kopf.Body, memo: kopf.Memo, **_: Any) -> None:
-    """Every task event: into the store, and its phase into the metrics (in the event loop: no thread needed)."""
+    """Every task event: into the store, its phase into the metrics (in the event loop: no thread for that), and a
+    result its sandbox reported through the gateway folded in (controller/reported.py): it finishes now, not at its
+    pod's exit."""
     _keep(memo.cluster, "AgentTask", type, body)
-    phase = AgentTaskStatus.of(dict(body)).phase or Phase.PENDING
-    TASK_PHASES.observe(body["metadata"]["uid"], None if type == "DELETED" else phase.value)
+    document = dict(body)
+    status = AgentTaskStatus.of(document)
+    TASK_PHASES.observe(body["metadata"]["uid"], None if type == "DELETED" else (status.phase or Phase.PENDING).value)
+    if type != "DELETED" and status.report is not None and not status.finished:
+        await asyncio.to_thread(reported.fold, memo.cluster, document, memo.settings.report_grace_seconds)
 
 
 @kopf.on.event(*POOLS)
