@@ -42,6 +42,8 @@ SESSION_POD_LABELS: dict[str, Any] = {**MANAGED_LABELS, SESSION_LABEL: kopf.PRES
 CHILD_LABELS: dict[str, Any] = {**MANAGED_LABELS, TASK_LABEL: kopf.PRESENT}
 POOL_POD_LABELS: dict[str, Any] = {**MANAGED_LABELS, POOL_LABEL: kopf.PRESENT}
 HANDLER_THREADS = 32
+WORKERS_PER_KIND = 200
+WORKER_IDLE_SECONDS = 0.5
 logger = logging.getLogger(__name__)
 _metrics_started: set[int] = set()
 
@@ -52,6 +54,11 @@ def configure(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) -> Non
     settings.persistence.diffbase_storage = DigestedDiffBaseStorage(prefix=GROUP)
     settings.posting.level = logging.WARNING
     settings.execution.max_workers = HANDLER_THREADS
+    # At most this many objects of a kind in process at once, the rest left in the watch stream: unbounded, a burst of
+    # 5,000 tasks (and their Jobs and pods) held every event's handler call at once, 2.2 GB. A worker that has
+    # nothing more to do gives its place up soon, or the limit would cap throughput at limit/idle_timeout.
+    settings.queueing.worker_limit = WORKERS_PER_KIND
+    settings.queueing.idle_timeout = WORKER_IDLE_SECONDS
     memo.settings = OperatorSettings()
     elector = memo.get("elector")  # set by controller/__main__.py when replicas elect a leader
     connections = HANDLER_THREADS + SIDE_THREADS + EVENT_THREADS + 4  # one each, never a fresh TLS handshake
