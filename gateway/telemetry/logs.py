@@ -49,6 +49,10 @@ class JsonLines(JsonFormatter):
 
 
 def configure(level: int = logging.INFO) -> None:
+    """The process's logging: JSON lines on stderr. A record's caller, thread and process are not gathered (the
+    logging HOWTO's "Optimization"): no line shows them, and finding the caller walked the stack for every record."""
+    logging._srcfile = None
+    logging.logThreads = logging.logProcesses = logging.logMultiprocessing = False
     handler = logging.StreamHandler()
     handler.setFormatter(JsonLines())
     root = logging.getLogger()
