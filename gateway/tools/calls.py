@@ -7,9 +7,8 @@ import time
 from collections.abc import Iterable
 from typing import Any
 
-import jsonschema
 import mcp_types as types
-from jsonschema.exceptions import SchemaError
+from jsonschema.protocols import Validator
 from pydantic import BaseModel, ConfigDict, Field
 
 from gateway.context import TaskContext
@@ -17,6 +16,7 @@ from gateway.errors import GatewayError, InvalidArguments
 from gateway.pii.tokenizer import PiiTokenizer
 from gateway.telemetry import audit
 from gateway.telemetry.metrics import UNKNOWN_LABEL, GatewayMetrics
+from gateway.tools.arguments_check import ArgumentsCheck
 from gateway.tools.catalog import Catalog
 from gateway.upstreams.pool import UpstreamPool
 from gateway.usage import UsageMeter
@@ -53,7 +53,7 @@ def _shown_path(real: Any, shown: Any, path: Iterable[Any]) -> str:
     return where
 
 
-def _schema_errors(validator: Any, real: dict[str, Any], shown: dict[str, Any]) -> list[str]:
+def _schema_errors(validator: Validator, real: dict[str, Any], shown: dict[str, Any]) -> list[str]:
     """Where and which rule failed, never the offending value (it may be a real, de-tokenized one): places are named
     from the caller's own arguments, rules from the server's schema."""
     problems = []
@@ -77,18 +77,14 @@ class ToolCaller:
         self._tokenizer = tokenizer
         self._usage = usage
         self._metrics = metrics
-        self._validators: dict[tuple[str, str], tuple[dict[str, Any], Any]] = {}
+        self._checks: dict[tuple[str, str], tuple[dict[str, Any], ArgumentsCheck]] = {}
 
-    def _validator(self, server: str, tool: str, schema: dict[str, Any]) -> Any:
-        cached = self._validators.get((server, tool))
+    def _check(self, server: str, tool: str, schema: dict[str, Any]) -> ArgumentsCheck:
+        """The tool's check, built again only when its schema is another object (the catalog's tool list changed)."""
+        cached = self._checks.get((server, tool))
         if cached is None or cached[0] is not schema:
-            cls = jsonschema.validators.validator_for(schema)
-            try:
-                cls.check_schema(schema)
-            except SchemaError:
-                cls = jsonschema.Draft202012Validator  # a sloppy server schema: validate what we can
-            cached = (schema, cls(schema))
-            self._validators[(server, tool)] = cached
+            cached = (schema, ArgumentsCheck(schema))
+            self._checks[(server, tool)] = cached
         return cached[1]
 
     async def call(self, ctx: TaskContext, server: str, tool: str, request: CallRequest) -> CallResult:
@@ -119,7 +115,8 @@ class ToolCaller:
         self, ctx: TaskContext, server: str, tool: str, definition: types.Tool, arguments: dict[str, Any]
     ) -> CallResult:
         real = await self._tokenizer.detokenize(ctx, arguments)
-        problems = _schema_errors(self._validator(server, tool, definition.input_schema), real, arguments)
+        check = self._check(server, tool, definition.input_schema)
+        problems = [] if check.surely_valid(real) else _schema_errors(check.validator, real, arguments)
         if problems:
             raise InvalidArguments(f"arguments do not match {server}/{tool}'s inputSchema: " + "; ".join(problems))
         connection = self._upstreams.connection(ctx.scope, self._catalog.server_key(ctx, server))

@@ -211,7 +211,7 @@ class UpstreamPool:
             raise ServerUnavailable(f"MCP server {server!r} is not configured")
         key = (owner, server)
         existing = self._connections.get(key)
-        if existing is not None and existing.spec == spec:
+        if existing is not None and (existing.spec is spec or existing.spec == spec):  # `is`: no field by field
             return existing
         if existing is not None:
             asyncio.get_running_loop().create_task(existing.close())

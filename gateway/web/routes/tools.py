@@ -1,5 +1,5 @@
-"""Tools as a task sees them: `/v1/servers`, `/v1/tools` (search, one tool, its wrappers) and the tool call, the hot
-path, served by LeanRoute."""
+"""Tools as a task sees them: the tool call, the hot path, served by LeanRoute; `/v1/servers`, `/v1/tools` (search,
+one tool, its wrappers)."""
 
 from __future__ import annotations
 
@@ -25,6 +25,20 @@ class WrapperModule(BaseModel):
 def router(core: GatewayCore) -> APIRouter:
     routes = APIRouter()
 
+    async def call_tool(ctx: Caller, server: str, tool: str, request: CallRequest) -> CallResult:
+        return await core.caller.call(ctx, server, tool, request)
+
+    # The hot path: served by LeanRoute, documented by FastAPI like the others. First of the area's routes, as a
+    # request is matched against the app's routes in order (about 2.5 us each); no other route here matches its path.
+    routes.add_api_route(
+        "/v1/tools/{server}/{tool}/call",
+        call_tool,
+        methods=["POST"],
+        responses=ERROR_RESPONSES,
+        response_model_exclude_none=True,
+        route_class_override=LeanRoute,
+    )
+
     @routes.get("/v1/servers", responses=ERROR_RESPONSES)
     async def list_servers(ctx: Caller) -> ServersAnswer:
         return await core.catalog.servers(ctx)
@@ -47,16 +61,4 @@ def router(core: GatewayCore) -> APIRouter:
         tools = await core.catalog.allowed_tools(ctx, server)
         return WrapperModule(server=server, module=wrapper_source.wrapper_module(server, tools))
 
-    async def call_tool(ctx: Caller, server: str, tool: str, request: CallRequest) -> CallResult:
-        return await core.caller.call(ctx, server, tool, request)
-
-    # The hot path: served by LeanRoute, documented by FastAPI like the others.
-    routes.add_api_route(
-        "/v1/tools/{server}/{tool}/call",
-        call_tool,
-        methods=["POST"],
-        responses=ERROR_RESPONSES,
-        response_model_exclude_none=True,
-        route_class_override=LeanRoute,
-    )
     return routes
