@@ -5,8 +5,10 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
-# The API server keeps a status's integers as int64: a count past it could not be written.
-COUNT_MAX = 2**63 - 1
+# The largest integer every JSON reader keeps exactly (a double's 53 bits): below the API server's int64, and a bound
+# a schema can state without rounding (2**63 - 1 reads as 2**63 to a JSON Schema validator, which then let a larger
+# count through that pydantic refused).
+COUNT_MAX = 2**53 - 1
 
 
 class Usage(BaseModel):
