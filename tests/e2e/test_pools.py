@@ -141,7 +141,12 @@ def test_tasks_claim_warm_gvisor_sandboxes_once_each(
     assert f"sandbox: {first['claim']['podName']}" in first["result"], first["result"]
     assert "customer: [EMAIL_1]" in first["result"], first["result"]  # PII tokenized for the pooled task too
     print(f"warm task create -> Succeeded: {first_seconds:.2f}s")
-    spent = core.read_namespaced_pod(first["claim"]["podName"], namespace)
+    # The task's result reaches its status through the gateway before its pod exits (docs/agenttask.md): wait for it.
+    deadline = time.monotonic() + 60
+    while (spent := core.read_namespaced_pod(first["claim"]["podName"], namespace)).status.phase == "Running":
+        if time.monotonic() > deadline:
+            break
+        time.sleep(0.5)
     assert spent.status.phase == "Succeeded", "a claimed sandbox runs its one task, then exits"
     assert spent.metadata.labels[SANDBOX_STATE_LABEL] == "claimed"
 
