@@ -23,6 +23,7 @@ from tests.cluster import kube
 from tests.support.components import REPO, free_port
 from tests.support.control_plane import control_plane
 from tests.support.malformed import agenttask
+from tests.support.scale_scenarios import direct_job
 
 TASKS = 200
 CLIENT_THREADS = 16
@@ -67,18 +68,8 @@ def _create_all(create: Any, count: int) -> tuple[dict[int, float], float]:
 
 def _direct_jobs_baseline(namespace: str) -> dict[str, float]:
     """Creating the Jobs ourselves: the floor under anything the operator can reach."""
-    template = {
-        "apiVersion": "batch/v1",
-        "kind": "Job",
-        "spec": {
-            "backoffLimit": 0,
-            "template": {"spec": {"restartPolicy": "Never", "containers": [{"name": "c", "image": "x"}]}},
-        },
-    }
     batch = client.BatchV1Api()
-    _, started = _create_all(
-        lambda i: batch.create_namespaced_job(namespace, {**template, "metadata": {"name": f"direct-{i}"}}), TASKS
-    )
+    _, started = _create_all(lambda i: batch.create_namespaced_job(namespace, direct_job(f"direct-{i}")), TASKS)
     elapsed = time.monotonic() - started
     return {"jobs_per_second": round(TASKS / elapsed, 1), "seconds": round(elapsed, 2)}
 

@@ -251,25 +251,30 @@ class Window:
         }
 
 
-def direct_jobs(sim: Simulated, size: Size) -> dict[str, Any]:
-    """The floor: this client creating the same number of Jobs directly (what the operator must at least write), and
-    what the cluster spends on them until they are complete (kwok completes each pod at once)."""
-    spaces = namespaces(size.cold_namespaces, "direct")
-    batch = client.BatchV1Api()
-    template = {
+def direct_job(name: str, labels: dict[str, str] | None = None) -> dict[str, Any]:
+    """The Job a baseline writes directly: what an operator's Job costs the cluster at the least."""
+    return {
         "apiVersion": "batch/v1",
         "kind": "Job",
+        "metadata": {"name": name, "labels": labels or {}},
         "spec": {
             "backoffLimit": 0,
             "template": {"spec": {"restartPolicy": "Never", "containers": [{"name": "c", "image": "x"}]}},
         },
     }
+
+
+def direct_jobs(sim: Simulated, size: Size) -> dict[str, Any]:
+    """The floor: this client creating the same number of Jobs directly (what the operator must at least write), and
+    what the cluster spends on them until they are complete (kwok completes each pod at once)."""
+    spaces = namespaces(size.cold_namespaces, "direct")
+    batch = client.BatchV1Api()
     complete = FirstSeen(batch.list_job_for_all_namespaces, _job_complete, label_selector=DIRECT_LABEL)
 
     def create(i: int) -> Key:
         namespace = spaces[i % len(spaces)]
         labels = dict([DIRECT_LABEL.split("=")])
-        batch.create_namespaced_job(namespace, {**template, "metadata": {"name": f"direct-{i}", "labels": labels}})
+        batch.create_namespaced_job(namespace, direct_job(f"direct-{i}", labels))
         return namespace, f"direct-{i}"
 
     cluster_cpu, started = sim.cluster_cpu_seconds(), time.monotonic()
