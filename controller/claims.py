@@ -15,7 +15,6 @@ from typing import Any
 
 from controller import manifests
 from controller.kube import Cluster
-from controller.naming import idle_selector
 from controller.pools import made, ready
 from mcpexec.api.meta import CLAIMED, IDLE, SANDBOX_STATE_LABEL, TEMPLATE_HASH_LABEL
 from mcpexec.api.timestamps import seconds_since
@@ -46,17 +45,18 @@ def claim_patch(pod: Pod, task: manifests.Claimant, timeout_seconds: int) -> dic
     }
 
 
-def claimed_for(cluster: Cluster, claimant: manifests.Claimant) -> list[Pod]:
-    """Every pod labelled as claimed for the claimant's name, in any phase (owners and trust are the caller's to
-    check: controller/leftovers.py)."""
+def claimed_for(cluster: Cluster, pool: dict[str, Any], claimant: manifests.Claimant) -> list[Pod]:
+    """Every pod of the pool labelled as claimed for the claimant's name, in any phase (owners and trust are the
+    caller's to check: controller/leftovers.py)."""
     labels = {**claimant.children()[1], SANDBOX_STATE_LABEL: CLAIMED}
-    return cluster.pods(claimant.namespace, ",".join(f"{key}={value}" for key, value in labels.items()))
+    pods = cluster.pool_pods(claimant.namespace, pool["metadata"]["name"])
+    return [pod for pod in pods if labels.items() <= (pod["metadata"].get("labels") or {}).items()]
 
 
 def claimed_by(cluster: Cluster, pool: dict[str, Any], claimant: manifests.Claimant) -> Pod | None:
     """The pod an earlier reconcile of this claimant claimed (if that reconcile stopped before writing the status)."""
     trusted = made(pool)
-    for pod in claimed_for(cluster, claimant):
+    for pod in claimed_for(cluster, pool, claimant):
         owners = {ref.get("uid") for ref in pod["metadata"].get("ownerReferences") or []}
         if claimant.uid in owners and pod["metadata"]["uid"] in trusted:
             return pod
@@ -83,13 +83,11 @@ def candidates(cluster: Cluster, pool: dict[str, Any], template_hash: str, fresh
     lag a sandbox just made ready, or the pool's status that trusts it)."""
     meta = pool["metadata"]
     if not fresh:
-        seen = _claimable(
-            cluster.pool_pods(meta["namespace"], meta["name"], idle_selector(meta["name"])), pool, template_hash
-        )
+        seen = _claimable(cluster.pool_pods(meta["namespace"], meta["name"]), pool, template_hash)
         if seen:
             return seen
     current = cluster.read_pool(meta["namespace"], meta["name"]) or pool
-    return _claimable(cluster.pods(meta["namespace"], idle_selector(meta["name"])), current, template_hash)
+    return _claimable(cluster.relist_pool_pods(meta["namespace"], meta["name"]), current, template_hash)
 
 
 def claim_first(
@@ -112,6 +110,14 @@ def claim_first(
     return claimed
 
 
+def _latest(cluster: Cluster, pod: Pod) -> Pod:
+    """The pod as last seen now: candidates are read before the claims ahead of this one patched theirs, and a patch
+    conditioned on what a claim since changed is a conflict (and a fresh listing of the pool) for nothing."""
+    meta = pod["metadata"]
+    seen = cluster.store.get("Pod", meta["namespace"], meta["name"])
+    return seen if seen is not None and seen["metadata"]["uid"] == meta["uid"] else pod
+
+
 def _claim_one(
     cluster: Cluster, pods: list[Pod], claimant: manifests.Claimant, timeout_seconds: int, attempts: int = 0
 ) -> Pod | None:
@@ -127,8 +133,11 @@ def _claim_one(
             if uid in _TRYING:
                 continue
             _TRYING.add(uid)
-        tried += 1
         try:
+            pod = _latest(cluster, pod)
+            if (pod["metadata"].get("labels") or {}).get(SANDBOX_STATE_LABEL) != IDLE:
+                continue  # another claim took it since the candidates were read
+            tried += 1
             claimed = cluster.patch_pod_if_unchanged(pod, claim_patch(pod, claimant, timeout_seconds))
         finally:
             with _TRYING_LOCK:

@@ -26,10 +26,13 @@ from mcpexec.api.conditions import generation
 from mcpexec.api.meta import (
     AGENTSESSION_PLURAL,
     AGENTTASK_PLURAL,
+    CLAIMED,
     GROUP,
     MANAGED_LABELS,
     POOL_LABEL,
+    SANDBOX_STATE_LABEL,
     SANDBOXPOOL_PLURAL,
+    TASK_LABEL,
     VERSION,
 )
 from mcpexec.api.status import AgentSessionStatus, AgentTaskStatus, SandboxPoolStatus, Status
@@ -47,6 +50,10 @@ EVENT_THREADS = 2
 EVENT_REPEAT_SECONDS = 10.0
 EVENT_BACKLOG = 1000  # Events waiting to be sent; more are dropped (client-go's recorder drops too)
 LIST_PAGE = 500
+WATCHED_API_VERSIONS = {"Pod": "v1", "Job": "batch/v1"}  # the kinds the operator watches itself (controller/watches.py)
+WATCH_CONNECT_SECONDS = 10
+WATCH_SLACK_SECONDS = 30  # a watch's read waits this much longer than the API server's own end of it
+WATCH_CHUNK = 65536
 JOB_NAME_LABEL = "job-name"  # set by the Job controller on a Job's pods
 
 
@@ -69,6 +76,17 @@ def _parsed(response: Any) -> dict[str, Any]:
     finally:
         response.release_conn()
     return cast(dict[str, Any], json.loads(data))
+
+
+def _pages(lister: Callable[..., Any], **params: Any) -> Iterator[dict[str, Any]]:
+    """A list call's pages (LIST_PAGE items each), one snapshot: the continue token keeps the first page's version."""
+    token: str | None = None
+    while True:
+        page = _parsed(lister(limit=LIST_PAGE, _continue=token, _preload_content=False, **params))
+        yield page
+        token = (page.get("metadata") or {}).get("continue")
+        if not token:
+            return
 
 
 def _discard(response: Any) -> None:
@@ -236,15 +254,28 @@ class Cluster:
         """A SandboxPool as last seen, else as read."""
         return self.store.get("SandboxPool", namespace, name) or self.read_pool(namespace, name)
 
+    def session(self, namespace: str, name: str) -> dict[str, Any] | None:
+        """An AgentSession as last seen, else as read."""
+        return self.store.get("AgentSession", namespace, name) or self.read_session(namespace, name)
+
     def job_pods(self, namespace: str, job_name: str) -> list[dict[str, Any]]:
         """A Job's pods as last seen, else as listed."""
         seen = self.store.labelled("Pod", namespace, JOB_NAME_LABEL, job_name)
         return seen if seen is not None else self.pods(namespace, f"{JOB_NAME_LABEL}={job_name}")
 
-    def pool_pods(self, namespace: str, pool_name: str, selector: str) -> list[dict[str, Any]]:
-        """A pool's pods as last seen (`selector`'s other labels are the caller's to check), else as listed."""
-        seen = self.store.labelled("Pod", namespace, POOL_LABEL, pool_name)
-        return seen if seen is not None else self.pods(namespace, selector)
+    def pool_pods(self, namespace: str, pool_name: str) -> list[dict[str, Any]]:
+        """All of a pool's pods as last seen, once the store holds them all (controller/store.py), else as listed."""
+        if self.store.complete("Pod", namespace, POOL_LABEL, pool_name):
+            return self.store.labelled("Pod", namespace, POOL_LABEL, pool_name) or []
+        return self.relist_pool_pods(namespace, pool_name)
+
+    def relist_pool_pods(self, namespace: str, pool_name: str) -> list[dict[str, Any]]:
+        """All of a pool's pods as the API server has them now, into the store, which holds them all from then on."""
+        listed = _parsed(
+            self.core.list_namespaced_pod(namespace, label_selector=f"{POOL_LABEL}={pool_name}", _preload_content=False)
+        )
+        self.store.replace("Pod", namespace, POOL_LABEL, pool_name, listed)
+        return list(listed.get("items") or [])
 
     def _list_ours(self, plural: str) -> list[dict[str, Any]]:
         """Every one of our resources of a kind, cluster-wide."""
@@ -379,21 +410,45 @@ class Cluster:
 
     def config_maps(self, selector: str = "", field_selector: str = "") -> Iterator[dict[str, Any]]:
         """ConfigMaps in every namespace, a page at a time (the retention sweep may list tens of thousands)."""
-        token: str | None = None
-        while True:
-            page = _parsed(
-                self.core.list_config_map_for_all_namespaces(
-                    label_selector=selector or None,
-                    field_selector=field_selector or None,
-                    limit=LIST_PAGE,
-                    _continue=token,
-                    _preload_content=False,
-                )
-            )
+        lister = self.core.list_config_map_for_all_namespaces
+        for page in _pages(lister, label_selector=selector or None, field_selector=field_selector or None):
             yield from page.get("items") or []
-            token = (page.get("metadata") or {}).get("continue")
-            if not token:
-                return
+
+    def _listers(self) -> dict[str, Callable[..., Any]]:
+        return {"Pod": self.core.list_pod_for_all_namespaces, "Job": self.batch.list_job_for_all_namespaces}
+
+    def list_all(self, kind: str, selector: str) -> tuple[list[dict[str, Any]], str]:
+        """Every object of a kind (Pod, Job) in every namespace that `selector` matches, and the resourceVersion the
+        listing is of (its pages are one snapshot)."""
+        items: list[dict[str, Any]] = []
+        version = ""
+        typed = {"apiVersion": WATCHED_API_VERSIONS[kind], "kind": kind}  # a list's items lack them
+        for page in _pages(self._listers()[kind], label_selector=selector):
+            items.extend({**typed, **item} for item in page.get("items") or [])
+            version = str(page["metadata"].get("resourceVersion", ""))
+        return items, version
+
+    def watch_all(self, kind: str, selector: str, version: str, seconds: int) -> Iterator[dict[str, Any]]:
+        """The watch events of a kind (Pod, Job) in every namespace that `selector` matches, from `version`, with
+        bookmarks, until the API server ends the watch after about `seconds`."""
+        response = self._listers()[kind](
+            label_selector=selector,
+            watch=True,
+            resource_version=version,
+            allow_watch_bookmarks=True,
+            timeout_seconds=seconds,
+            _preload_content=False,
+            _request_timeout=(WATCH_CONNECT_SECONDS, seconds + WATCH_SLACK_SECONDS),
+        )
+        try:
+            rest = b""
+            for chunk in response.stream(WATCH_CHUNK, decode_content=True):
+                *lines, rest = (rest + chunk).split(b"\n")
+                for line in lines:
+                    if line.strip():
+                        yield json.loads(line)
+        finally:
+            response.release_conn()
 
     def record_event(self, obj: dict[str, Any], reason: str, message: str, warning: bool = False) -> None:
         """A Kubernetes Event about one of our resources (an AgentTask, a SandboxPool), for `kubectl describe`; sent in
@@ -450,11 +505,21 @@ class Cluster:
         listed = _parsed(self.core.list_namespaced_pod(namespace, label_selector=selector, _preload_content=False))
         return list(listed.get("items") or [])
 
-    def all_pods(self, selector: str, field_selector: str) -> list[dict[str, Any]]:
+    def claimed_task_pods(self) -> list[dict[str, Any]]:
+        """Pool sandboxes claimed by tasks, in every namespace, in any phase: as last seen once every pod is
+        (controller/store.py), else as listed."""
+        if self.store.complete("Pod"):
+            claimed = {SANDBOX_STATE_LABEL: CLAIMED}.items()
+            return [
+                pod
+                for pod in self.store.of_kind("Pod")
+                if claimed <= (labels := pod["metadata"].get("labels") or {}).items() and labels.get(TASK_LABEL)
+            ]
+        return self.all_pods(f"{SANDBOX_STATE_LABEL}={CLAIMED},{TASK_LABEL}")
+
+    def all_pods(self, selector: str) -> list[dict[str, Any]]:
         """Pods in every namespace."""
-        listed = self.core.list_pod_for_all_namespaces(
-            label_selector=selector, field_selector=field_selector, _preload_content=False
-        )
+        listed = self.core.list_pod_for_all_namespaces(label_selector=selector, _preload_content=False)
         return list(_parsed(listed).get("items") or [])
 
     def read_pod(self, namespace: str, name: str) -> dict[str, Any] | None:
@@ -466,15 +531,20 @@ class Cluster:
             raise
 
     def create_pod(self, manifest: Manifest) -> dict[str, Any]:
+        """The pod made, as the API server answered (and so in the store: a reconcile reading it next counts it)."""
         create: Callable[..., Any] = self.core.create_namespaced_pod  # takes the plain manifest, as ensure() does
-        return _parsed(create(manifest["metadata"]["namespace"], manifest, _preload_content=False))
+        made = _parsed(create(manifest["metadata"]["namespace"], manifest, _preload_content=False))
+        self.store.put("Pod", made)
+        return made
 
     def delete_pod(self, namespace: str, name: str) -> None:
+        """The pod deleted; as the API server answered (terminating) in the store, or gone from it."""
         try:
-            self.core.delete_namespaced_pod(name, namespace)
+            self.store.put("Pod", _parsed(self.core.delete_namespaced_pod(name, namespace, _preload_content=False)))
         except ApiException as exc:
             if exc.status != 404:
                 raise
+            self.store.drop("Pod", namespace, name)
 
     def patch_pod_if_unchanged(self, pod: dict[str, Any], patch: dict[str, Any]) -> dict[str, Any] | None:
         """A merge patch that applies only to the pod as it was read (its resourceVersion): None when it changed

@@ -18,7 +18,7 @@ from controller.metrics import POOL_EVENTS, POOL_SANDBOXES
 from controller.naming import idle_selector
 from controller.settings import OperatorSettings
 from mcpexec.api.conditions import Progress, generation, merge_conditions, readiness
-from mcpexec.api.meta import CLAIMED, IDLE, POOL_LABEL, SANDBOX_STATE_LABEL, TEMPLATE_HASH_LABEL, validation_message
+from mcpexec.api.meta import CLAIMED, IDLE, SANDBOX_STATE_LABEL, TEMPLATE_HASH_LABEL, validation_message
 from mcpexec.api.reasons import EventReason, Reason
 from mcpexec.api.sandboxpool import SandboxPool, template_hash
 from mcpexec.api.status import SandboxPoolStatus
@@ -137,7 +137,7 @@ def _write_status(cluster: Cluster, pool: dict[str, Any], status: SandboxPoolSta
 def _refused(cluster: Cluster, pool: dict[str, Any], reason: Reason, message: str) -> None:
     """A pool that cannot start sandboxes (fail closed: none is made) says why in its Ready condition."""
     meta = pool["metadata"]
-    pods = classify(cluster.pods(meta["namespace"], f"{POOL_LABEL}={meta['name']}"), "", made(pool))
+    pods = classify(cluster.pool_pods(meta["namespace"], meta["name"]), "", made(pool))
     _write_status(cluster, pool, _status(pool, "", pods, (reason, message)))
 
 
@@ -162,7 +162,7 @@ def reconcile(cluster: Cluster, settings: OperatorSettings, document: dict[str, 
     cluster.ensure(manifests.service_account(owner), meta["uid"])
     cluster.ensure(manifests.network_policy(owner, settings), meta["uid"])
     hash_ = template_hash(template)
-    pods = classify(cluster.pods(namespace, f"{POOL_LABEL}={name}"), hash_, made(document))
+    pods = classify(cluster.pool_pods(namespace, name), hash_, made(document))
     deleting = bool(meta.get("deletionTimestamp"))
     steps = plan(0 if deleting else pool.spec.replicas, pods)
     # A pod owned by the pool that it did not record: made by a reconcile that stopped before its status write, or
@@ -189,4 +189,4 @@ def reconcile(cluster: Cluster, settings: OperatorSettings, document: dict[str, 
 def claimed_running(cluster: Cluster, namespace: str, name: str) -> int:
     """How many of a pool's sandboxes still run a task (a pool being deleted waits for them)."""
     pool = cluster.read_pool(namespace, name) or {}
-    return len(classify(cluster.pods(namespace, f"{POOL_LABEL}={name}"), "", made(pool)).claimed)
+    return len(classify(cluster.pool_pods(namespace, name), "", made(pool)).claimed)

@@ -96,10 +96,14 @@ def _wait(cluster: Cluster, document: dict[str, Any], reason: Reason, message: s
     raise kopf.TemporaryError(message, delay=CLAIM_RETRY_SECONDS)
 
 
+def to_claim(status: AgentSessionStatus) -> bool:
+    """Whether the session still waits for its sandbox: neither ended nor claimed."""
+    return status.phase is not SessionPhase.ENDED and not (status.claim is not None and status.claim.pod_name)
+
+
 def reconcile(cluster: Cluster, settings: OperatorSettings, document: dict[str, Any]) -> None:
     """Claim the session's sandbox (idempotent: a claim made by an interrupted reconcile is found again)."""
-    status = AgentSessionStatus.of(document)
-    if status.phase is SessionPhase.ENDED or (status.claim is not None and status.claim.pod_name):
+    if not to_claim(AgentSessionStatus.of(document)):
         return
     try:
         session = AgentSession.model_validate(document)

@@ -12,6 +12,7 @@ a task twice.
 from __future__ import annotations
 
 import logging
+from concurrent.futures import Executor
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -37,7 +38,7 @@ from controller.settings import OperatorSettings
 from controller.status import merge, observe, observe_sandbox
 from mcpexec.api.agenttask import AgentTaskSpec, Phase
 from mcpexec.api.conditions import ConditionType, condition, find
-from mcpexec.api.meta import CLAIMED, SANDBOX_STATE_LABEL, TASK_LABEL, validation_message
+from mcpexec.api.meta import validation_message
 from mcpexec.api.reasons import EventReason, Reason
 from mcpexec.api.sandboxpool import Claim, LaunchType, SandboxPool, WhenEmpty, pooled_spec, template_hash, widening
 from mcpexec.api.status import AgentTaskStatus
@@ -46,9 +47,6 @@ from mcpexec.api.timestamps import now, parse_time
 PREREQUISITE_RETRY_SECONDS = 5
 # A task waiting for a pool's idle sandbox (whenEmpty: Wait) looks again this often.
 POOL_WAIT_RETRY_SECONDS = 1
-# Pool sandboxes claimed by a task (a session's carry SESSION_LABEL instead), not yet finished.
-CLAIMED_TASK_PODS = f"{SANDBOX_STATE_LABEL}={CLAIMED},{TASK_LABEL}"
-ALIVE = "status.phase!=Succeeded,status.phase!=Failed"
 # One sync of a task at a time (its Job's and its pods' events come in parallel): no conflicts among them.
 _SYNCS = OneAtATime()
 log = logging.getLogger(__name__)
@@ -363,7 +361,10 @@ def _resume(cluster: Cluster, task: manifests.TaskRef, pool: dict[str, Any]) -> 
     launched): its Job, or a claimed sandbox to adopt; the sandboxes claimed for it that it does not keep are
     deleted."""
     found = leftovers.resume(
-        task.uid, cluster.read_job(task.namespace, child_name(task.name)), claims.claimed_for(cluster, task), made(pool)
+        task.uid,
+        cluster.read_job(task.namespace, child_name(task.name)),
+        claims.claimed_for(cluster, pool, task),
+        made(pool),
     )
     for pod in found.release:
         cluster.delete_pod(task.namespace, pod["metadata"]["name"])
@@ -405,11 +406,17 @@ def sync(cluster: Cluster, namespace: str, name: str) -> None:
     _SYNCS.run((namespace, name), lambda: _sync(cluster, namespace, name))
 
 
+def sync_soon(cluster: Cluster, namespace: str, name: str, executor: Executor) -> None:
+    """sync() on one of `executor`'s threads (a watch event's: nobody waits for it), folded before it takes one."""
+    _SYNCS.soon((namespace, name), lambda: _sync(cluster, namespace, name), executor)
+
+
 def _sync(cluster: Cluster, namespace: str, name: str) -> None:
     task = cluster.task(namespace, name)
     if task is None:
         return
-    claim = AgentTaskStatus.of(task).claim
+    status = AgentTaskStatus.of(task)
+    claim = status.claim
     if claim is not None and claim.pod_name:
         pod = cluster.pod(namespace, claim.pod_name)
         if pod is not None and pod["metadata"]["uid"] != claim.pod_uid:
@@ -417,7 +424,11 @@ def _sync(cluster: Cluster, namespace: str, name: str) -> None:
         if write_status(cluster, namespace, name, observe_sandbox(pod), known=task) is not None:
             STATUS_SYNCS.inc()
         return
-    job = cluster.job(namespace, child_name(name))
+    # A Job that no status names yet (its reconcile may have stopped before saying so) only as seen: a warm task's
+    # sandbox brings events before its claim is written, and it has no Job to read.
+    job_name = child_name(name)
+    named = leftovers.launched(status)
+    job = cluster.job(namespace, job_name) if named else cluster.store.get("Job", namespace, job_name)
     if job is None:
         return
     owners = {ref.get("uid") for ref in job["metadata"].get("ownerReferences") or []}
@@ -425,9 +436,9 @@ def _sync(cluster: Cluster, namespace: str, name: str) -> None:
         return
     counts = job.get("status") or {}
     started = any(counts.get(key) for key in ("active", "succeeded", "failed", "conditions"))
-    pods = cluster.job_pods(namespace, child_name(name)) if started else []  # none before it counts one
+    pods = cluster.job_pods(namespace, job_name) if started else []  # none before it counts one
     observed = observe(job, pods)
-    if AgentTaskStatus.of(task).launch_type is None:  # the reconcile that created the Job stopped before saying so
+    if status.launch_type is None:  # the reconcile that created the Job stopped before saying so
         spec = AgentTaskSpec.model_validate(dict(task["spec"]))
         accepted = _accepted(task, spec, LaunchType.COLD, Reason.JOB_CREATED, "sandboxed Job created")
         observed.mode, observed.launch_type = accepted.mode, accepted.launch_type
@@ -442,7 +453,7 @@ def sweep(cluster: Cluster) -> None:
     (its Job and pods, ConfigMap, ServiceAccount, NetworkPolicy, a claimed sandbox), never the task: a GitOps
     controller would re-create it (docs/gitops.md)."""
     tasks = cluster.list_tasks()
-    for pod in leftovers.strays(cluster.all_pods(CLAIMED_TASK_PODS, ALIVE), tasks):
+    for pod in leftovers.strays(cluster.claimed_task_pods(), tasks):
         log.warning("deleting sandbox %s/%s: claimed, and no task runs in it", *_where(pod))
         cluster.delete_pod(*_where(pod))
         POOL_EVENTS.labels(event="released").inc()

@@ -245,7 +245,7 @@ def test_a_large_spec_applied_client_side_is_handled(
     assert condition(done, "Succeeded")["status"] == "True"
     annotations = read_task(namespace, "large")["metadata"]["annotations"]
     ours = {key: value for key, value in annotations.items() if key.startswith(f"{GROUP}/")}
-    assert ours and sum(map(len, ours.values())) < 2_000, ours
+    assert sum(map(len, ours.values())) < 2_000, ours  # tasks are started from events: kopf keeps no diff base on them
     assert len(annotations["kubectl.kubernetes.io/last-applied-configuration"]) > 140_000
 
 

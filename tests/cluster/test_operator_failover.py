@@ -114,6 +114,7 @@ def test_a_frozen_leader_that_wakes_after_losing_the_lease_exits_before_it_acts(
         assert leader.proc.wait(timeout=30) == 1, "it ends itself: it may no longer lead"
         after = leader.log.read_bytes()[woke:].decode(errors="replace")
         assert "lost the operator's leadership" in after
-        assert "Handler 'reconcile' succeeded" not in after, after[-2000:]
+        assert f"reconciled AgentTask {namespace}/frozen" in standby.log.read_text(errors="replace"), "the standby did"
+        assert "reconciled AgentTask" not in after, after[-2000:]
         time.sleep(2)
         assert len(_jobs_of(namespace, "frozen")) == 1 and standby.active()

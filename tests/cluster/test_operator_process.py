@@ -19,7 +19,7 @@ from tests.support.components import free_port
 from tests.support.control_plane import ControlPlane
 from tests.support.malformed import agenttask
 
-TASKS = 40
+TASKS = 120
 
 
 def _jobs(namespace: str) -> list[Any]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+from concurrent.futures import ThreadPoolExecutor
 
 from controller.serial import OneAtATime
 
@@ -30,3 +31,23 @@ def test_asks_while_a_run_waits_are_folded_into_it() -> None:
     holder.join(5)
     waiting.join(5)
     assert runs == ["other", "first", "second"]
+
+
+def test_asks_folded_before_they_take_a_thread() -> None:
+    """soon(): an ask while one of the key waits for a thread is that one; what a run raises is logged, not lost."""
+    serial = OneAtATime()
+    runs: list[str] = []
+    gate = threading.Event()
+    with ThreadPoolExecutor(1) as executor:
+        executor.submit(gate.wait, 5)  # the only thread is busy: asks queue
+        serial.soon("pool", lambda: runs.append("first"), executor)
+        serial.soon("pool", lambda: runs.append("second"), executor)
+        serial.soon("other", lambda: 1 / 0, executor)
+        serial.soon("other", lambda: runs.append("never"), executor)
+        gate.set()
+    assert runs == ["first"]
+    serial.soon("other", lambda: runs.append("after a failure"), ThreadPoolExecutor(1))
+    deadline = threading.Event()
+    while "after a failure" not in runs and not deadline.wait(0.01):
+        pass
+    assert runs == ["first", "after a failure"]

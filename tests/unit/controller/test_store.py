@@ -53,3 +53,42 @@ def test_an_older_version_never_replaces_a_newer_one() -> None:
     assert (store.get("Pod", "n", "a") or {})["metadata"]["uid"] == "u2", "another object of that name"
     store.put("Pod", _pod("a", "opaque", uid="u2"))
     assert (store.get("Pod", "n", "a") or {})["metadata"]["resourceVersion"] == "opaque", "not comparable: newest wins"
+
+
+def _listed(rv: str, *pods: dict[str, Any]) -> dict[str, Any]:
+    return {"metadata": {"resourceVersion": rv}, "items": list(pods)}
+
+
+def test_a_listing_makes_a_label_value_complete_and_forgets_what_it_did_not_list() -> None:
+    store = Store({"Pod": (POOL,)})
+    assert not store.complete("Pod", "n", POOL, "p"), "nothing listed yet: the caller lists"
+    store.put("Pod", _pod("ghost", "5", uid="ug", **{POOL: "p"}))  # deleted while no watch saw it
+    store.put("Pod", _pod("new", "12", uid="un", **{POOL: "p"}))  # made after the list was read
+    store.replace("Pod", "n", POOL, "p", _listed("10", _pod("a", "7", uid="ua", **{POOL: "p"})))
+    assert store.complete("Pod", "n", POOL, "p") and not store.complete("Pod", "n", POOL, "q")
+    names = [p["metadata"]["name"] for p in store.labelled("Pod", "n", POOL, "p") or []]
+    assert names == ["a", "new"], "the unlisted older one is gone; the one newer than the list stays"
+
+
+def test_a_deleted_object_is_not_put_back_by_an_answer_read_before_its_deletion() -> None:
+    store = Store({"Pod": (POOL,)})
+    store.put("Pod", _pod("a", "5", uid="ua", **{POOL: "p"}))
+    store.drop("Pod", "n", "a", "ua")
+    store.put("Pod", _pod("a", "5", uid="ua", **{POOL: "p"}))
+    store.replace("Pod", "n", POOL, "p", _listed("4", _pod("a", "3", uid="ua", **{POOL: "p"})))
+    assert store.get("Pod", "n", "a") is None and store.labelled("Pod", "n", POOL, "p") is None
+    store.put("Pod", _pod("a", "9", uid="ua2", **{POOL: "p"}))
+    assert store.get("Pod", "n", "a") is not None, "a new object of the same name is another uid"
+
+
+def test_what_a_full_listing_lacks_is_gone_and_the_kind_is_complete_after() -> None:
+    store = Store({"Pod": (POOL,)})
+    store.put("Pod", _pod("gone", "5", uid="ug", **{POOL: "p"}))
+    store.put("Pod", _pod("new", "12", uid="un", **{POOL: "p"}))
+    store.put("Pod", _pod("kept", "3", uid="uk"))
+    unlisted = store.unlisted("Pod", {("n", "kept")}, "10")
+    assert [pod["metadata"]["name"] for pod in unlisted] == ["gone"], "the one made after the listing is not gone"
+    assert not store.complete("Pod") and not store.complete("Pod", "n", POOL, "p")
+    store.listed("Pod")
+    assert store.complete("Pod") and store.complete("Pod", "n", POOL, "q") and not store.complete("Job")
+    assert sorted(p["metadata"]["name"] for p in store.of_kind("Pod")) == ["gone", "kept", "new"]
