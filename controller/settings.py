@@ -7,6 +7,7 @@ from typing import Annotated, Any
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from mcpexec.api.egress import Egress
 from mcpexec.api.meta import GATEWAY_AUDIENCE, QUANTITY
 from mcpexec.api.sandbox import DEFAULT_WORKSPACE_SIZE
 
@@ -72,3 +73,6 @@ class OperatorSettings(BaseSettings):
     leader_election: bool = False
     leader_election_namespace: str = ""
     generated_secrets: list[GeneratedSecret] = Field(default_factory=list)
+    # The cluster admin's egress ceiling and namespace grants (JSON, the chart's `egress` values): a task asking
+    # for more is refused before it runs (PolicyWidened); the gateway reads the same and enforces it again.
+    egress: Egress = Field(default_factory=Egress)
