@@ -54,6 +54,10 @@ class OperatorSettings(BaseSettings):
     gateway_namespace: str = "mcpexec-system"
     gateway_pod_labels: dict[str, str] = Field(default_factory=lambda: {"app.kubernetes.io/name": "mcpexec-gateway"})
     gateway_port: int = 8000
+    # The gateway's egress proxy (gateway/egress/): every sandbox is told where it is and may reach its port; only a
+    # task granted egress uses it, and the gateway checks the grant on every connection.
+    egress_proxy_url: str = "http://mcpexec-gateway.mcpexec-system.svc:3128"
+    egress_port: int = 3128
     gateway_audience: str = GATEWAY_AUDIENCE
     # Cluster DNS for the tasks' NetworkPolicy (OpenShift, NodeLocal DNSCache... differ from kube-dns).
     dns_peers: list[PolicyPeer] = Field(default_factory=lambda: [PolicyPeer.model_validate(KUBE_DNS)], min_length=1)

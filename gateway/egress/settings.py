@@ -5,7 +5,8 @@ from __future__ import annotations
 import ipaddress
 from typing import Annotated
 
-from pydantic import AliasChoices, BaseModel, Field
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field
+from pydantic.alias_generators import to_camel
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from mcpexec.api.egress import Egress
@@ -17,7 +18,10 @@ Address = ipaddress.IPv4Address | ipaddress.IPv6Address
 
 class EgressLimits(BaseModel):
     """Per task: connections opened and bytes carried (both directions) over its lifetime; per connection: how long
-    it may sit idle and last in all; per plain-HTTP answer: the most text the gateway holds to tokenize."""
+    it may sit idle and last in all; per plain-HTTP answer: the most text the gateway holds to tokenize. Keys in
+    camelCase, as the chart's values have them."""
+
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True)
 
     connections_per_task: Annotated[int, Field(ge=1)] = 256
     bytes_per_task: Annotated[int, Field(ge=1)] = 1024 * MiB
