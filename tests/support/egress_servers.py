@@ -70,7 +70,7 @@ def make_ca(directory: Path, names: list[str]) -> CaFiles:
 
 
 class _Quiet(http.server.SimpleHTTPRequestHandler):
-    def log_message(self, format: str, *args: object) -> None:  # noqa: A002 (the base class's name)
+    def log_message(self, format: str, *args: object) -> None:
         return None
 
 
@@ -97,7 +97,8 @@ def build_wheel(directory: Path, name: str, version: str, module_source: str) ->
     files = {
         f"{name}.py": module_source.encode(),
         f"{dist}.dist-info/METADATA": f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n".encode(),
-        f"{dist}.dist-info/WHEEL": b"Wheel-Version: 1.0\nGenerator: mcpexec-tests\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
+        f"{dist}.dist-info/WHEEL": b"Wheel-Version: 1.0\nGenerator: mcpexec-tests\nRoot-Is-Purelib: true\n"
+        b"Tag: py3-none-any\n",
     }
     record = [
         f"{path},sha256={base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b'=').decode()},{len(data)}"
