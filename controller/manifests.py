@@ -101,7 +101,8 @@ def task_config(task: TaskRef, spec: AgentTaskSpec) -> Manifest:
 
 
 def network_policy(owner: _Owner, settings: OperatorSettings) -> Manifest:
-    """No ingress at all; egress only to the gateway's pods and to cluster DNS (settings.dns_peers). A pool's selects
+    """No ingress at all; egress only to the gateway's pods (its API and egress proxy ports) and to cluster DNS
+    (settings.dns_peers). A pool's selects
     its sandboxes, idle or claimed; a task's its Job's pod, or the pool sandbox it claimed; a session's its sandbox."""
     selected = owner.children()[1]
     dns_ports = [{"protocol": "UDP", "port": 53}, {"protocol": "TCP", "port": 53}]
@@ -123,7 +124,9 @@ def network_policy(owner: _Owner, settings: OperatorSettings) -> Manifest:
                             "podSelector": {"matchLabels": dict(settings.gateway_pod_labels)},
                         }
                     ],
-                    "ports": [{"protocol": "TCP", "port": settings.gateway_port}],
+                    "ports": [
+                        {"protocol": "TCP", "port": port} for port in (settings.gateway_port, settings.egress_port)
+                    ],
                 },
                 {"to": [peer.model_dump(exclude_none=True) for peer in settings.dns_peers], "ports": dns_ports},
             ],
@@ -223,6 +226,7 @@ def _sandbox_pod_spec(
         result_file=contract.TERMINATION_LOG,
         tmpdir=contract.CLUSTER_TMP,
         token_file=contract.TOKEN_FILE,
+        egress_proxy=settings.egress_proxy_url,
     )
     mounts = [
         {"name": "workspace", "mountPath": contract.WORKSPACE},

@@ -26,6 +26,7 @@ from controller import claims, manifests
 from controller.kube import Cluster
 from controller.settings import OperatorSettings
 from controller.status import sandbox_said
+from mcpexec.api import egress
 from mcpexec.api.agentsession import AgentSession, SessionPhase, session_task
 from mcpexec.api.conditions import (
     Condition,
@@ -123,8 +124,8 @@ def reconcile(cluster: Cluster, settings: OperatorSettings, document: dict[str, 
         message = f"SandboxPool {pool_name!r} is invalid (see its conditions)"
         _wait(cluster, document, Reason.SANDBOX_POOL_INVALID, message)
         return
-    task = session_task(document, template.mcp_servers)
-    wider = widening(template, task.spec)
+    task = session_task(document, template.mcp_servers, template.egress)
+    wider = widening(template, task.spec) + egress.widening(task.spec.egress, settings.egress.bounds(namespace))
     if wider:
         end(cluster, document, Reason.POLICY_WIDENED, "; ".join(wider))
         return

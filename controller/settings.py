@@ -7,6 +7,7 @@ from typing import Annotated, Any
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from mcpexec.api.egress import Egress
 from mcpexec.api.meta import GATEWAY_AUDIENCE, QUANTITY
 from mcpexec.api.sandbox import DEFAULT_WORKSPACE_SIZE
 
@@ -53,6 +54,10 @@ class OperatorSettings(BaseSettings):
     gateway_namespace: str = "mcpexec-system"
     gateway_pod_labels: dict[str, str] = Field(default_factory=lambda: {"app.kubernetes.io/name": "mcpexec-gateway"})
     gateway_port: int = 8000
+    # The gateway's egress proxy (gateway/egress/): every sandbox is told where it is and may reach its port; only a
+    # task granted egress uses it, and the gateway checks the grant on every connection.
+    egress_proxy_url: str = "http://mcpexec-gateway.mcpexec-system.svc:3128"
+    egress_port: int = 3128
     gateway_audience: str = GATEWAY_AUDIENCE
     # Cluster DNS for the tasks' NetworkPolicy (OpenShift, NodeLocal DNSCache... differ from kube-dns).
     dns_peers: list[PolicyPeer] = Field(default_factory=lambda: [PolicyPeer.model_validate(KUBE_DNS)], min_length=1)
@@ -72,3 +77,6 @@ class OperatorSettings(BaseSettings):
     leader_election: bool = False
     leader_election_namespace: str = ""
     generated_secrets: list[GeneratedSecret] = Field(default_factory=list)
+    # The cluster admin's egress ceiling and namespace grants (JSON, the chart's `egress` values): a task asking
+    # for more is refused before it runs (PolicyWidened); the gateway reads the same and enforces it again.
+    egress: Egress = Field(default_factory=Egress)

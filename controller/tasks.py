@@ -36,6 +36,7 @@ from controller.pools import made
 from controller.serial import OneAtATime
 from controller.settings import OperatorSettings
 from controller.status import merge, observe, observe_sandbox
+from mcpexec.api import egress
 from mcpexec.api.agenttask import AgentTaskSpec, Phase
 from mcpexec.api.conditions import ConditionType, condition, find
 from mcpexec.api.meta import validation_message
@@ -175,6 +176,10 @@ def reconcile(cluster: Cluster, settings: OperatorSettings, document: dict[str, 
         if leftovers.launched(status):
             sync(cluster, namespace, name)  # an operator restart: what it runs in is the task's state now
             RECONCILES.labels(outcome="resumed").inc()
+            return
+        wider = egress.widening(spec.egress, settings.egress.bounds(namespace))
+        if wider:
+            _cannot_run(cluster, document, spec, Reason.POLICY_WIDENED, "; ".join(wider), final=True, outcome="invalid")
             return
         task = manifests.TaskRef(name=name, namespace=namespace, uid=meta["uid"])
         try:

@@ -19,6 +19,8 @@ module only imports from its own layer or below, see .importlinter):
 - `executions/` interactive sessions: the broker between a caller's code and its session sandbox's runtime
 - `upstreams/` connections to upstream MCP servers: pool, bounded stdio transport, HTTP answer limits, keep-alive
 - `pii/`       detection, tokenization and the vault
+- `egress/`    the sandboxes' forward proxy to public hosts (docs/egress.md): grants, DNS and address guards, budgets,
+               audit; listeners of its own, off the tool-call path
 - `ratelimit`, `usage`, `telemetry/` (metrics, audit, logs), `settings`
 - `context` (the authenticated caller), `errors` (the error contract)
 

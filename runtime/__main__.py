@@ -9,11 +9,12 @@ MCPEXEC_SESSION, which has no task file either) is an interactive session: runti
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 from typing import Any
 
-from runtime import client, session, skills, wrappers
+from runtime import client, egress, session, skills, wrappers
 from runtime.agent import run_agent
 from runtime.config import Environment
 from runtime.contract import SESSION_MODE
@@ -44,6 +45,8 @@ def _run(env: Environment, task: dict[str, Any], usage: Usage, log: OutputLog) -
     executor = Executor(_namespace(), OUTPUT_LIMIT, log)
     # After the task is known, never before: an idle pool sandbox has no task, so no policy, and sees no tools.
     wrappers.install(env.workspace)
+    if task.get("egress") and env.egress_proxy:  # the tools the task's code runs inherit the proxy settings
+        os.environ.update(egress.start(env.egress_proxy, env.bearer))
     if task["mode"] == SESSION_MODE:
         return Result("Succeeded", session.serve(executor), None, usage)
     if task["mode"] == "code":

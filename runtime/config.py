@@ -24,6 +24,7 @@ class Environment:
     session: bool = False
     ready_file: Path | None = None
     report_result: bool = False
+    egress_proxy: str | None = None
 
     @classmethod
     def from_env(cls) -> Environment:
@@ -40,6 +41,7 @@ class Environment:
             session=bool(os.environ.get(contract.SESSION_ENV)),
             ready_file=Path(os.environ[contract.READY_FILE_ENV]) if os.environ.get(contract.READY_FILE_ENV) else None,
             report_result=bool(os.environ.get(contract.REPORT_RESULT_ENV)),
+            egress_proxy=os.environ.get(contract.EGRESS_PROXY_ENV) or None,
         )
 
     def bearer(self) -> str:

@@ -64,27 +64,43 @@ USAGE_FIELDS = ("llmTurns", "tokensIn", "tokensOut", "toolCalls")
 # termination message stays the fallback), and the gateway records it in the task's status at once.
 REPORT_RESULT_ENV = "MCPEXEC_REPORT_RESULT"
 RESULT_REPORT_PATH = "/v1/task/result"
+# The gateway's egress proxy (docs/egress.md): `http://host:port` in a cluster, its Unix socket locally. The runtime
+# points the task's tools at it (through a loopback listener of its own) when the task config grants egress.
+EGRESS_PROXY_ENV = "MCPEXEC_EGRESS_PROXY"
+EGRESS_SOCKET_NAME = "egress.sock"
 
 
 def local_gateway_url() -> str:
     return f"unix://{SOCKET_DIR}/{SOCKET_NAME}"
 
 
+def local_egress_proxy() -> str:
+    return f"unix://{SOCKET_DIR}/{EGRESS_SOCKET_NAME}"
+
+
 def sandbox_environment(
-    *, gateway_url: str, result_file: str, tmpdir: str, token_file: str | None = None, token: str | None = None
+    *,
+    gateway_url: str,
+    result_file: str,
+    tmpdir: str,
+    token_file: str | None = None,
+    token: str | None = None,
+    egress_proxy: str | None = None,
 ) -> dict[str, str]:
     """The runtime's environment: the gateway and one credential for it (a token file the kubelet rotates, or
-    a token), where the task and the result are (and whether to report the result to the gateway first), and the
-    sandbox's only writable places."""
+    a token), where the task and the result are (and whether to report the result to the gateway first), the
+    sandbox's only writable places, and where the gateway's egress proxy is (used only by a task granted egress)."""
     if (token_file is None) == (token is None):
         raise ValueError("a sandbox gets exactly one gateway credential: a token file or a token")
     credential = {TOKEN_FILE_ENV: token_file} if token_file is not None else {TOKEN_ENV: str(token)}
     # Only the termination message is slow to arrive: a result file the host reads at the sandbox's exit is not.
     report = {REPORT_RESULT_ENV: "1"} if result_file == TERMINATION_LOG else {}
+    egress = {EGRESS_PROXY_ENV: egress_proxy} if egress_proxy else {}
     return {
         GATEWAY_URL_ENV: gateway_url,
         **credential,
         **report,
+        **egress,
         TASK_FILE_ENV: TASK_FILE,
         RESULT_FILE_ENV: result_file,
         WORKSPACE_ENV: WORKSPACE,

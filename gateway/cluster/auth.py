@@ -189,7 +189,7 @@ def session_context(document: dict[str, Any], valid_until: float) -> TaskContext
     claim = _claim(document)
     if (document.get("status") or {}).get("phase") != SessionPhase.READY.value or claim is None:
         raise Unauthenticated("the session is not Ready (it has ended, or its claim is not recorded yet)")
-    task = session_task(document, claim.policy.mcp_servers)
+    task = session_task(document, claim.policy.mcp_servers, claim.policy.egress)
     wider = [name for name in task.spec.mcp_servers if name not in claim.policy.mcp_servers]
     if wider:
         raise Forbidden(f"spec.mcpServers {wider} are not in the pool's template")

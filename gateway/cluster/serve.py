@@ -1,10 +1,12 @@
 """The cluster-mode gateway server behind `python -m gateway` (env: REDIS_URL, LLM_BASE_URL,
 LLM_API_KEY, LLM_MODEL; listens on MCPEXEC_GATEWAY_HOST:MCPEXEC_GATEWAY_PORT, default 0.0.0.0:8000, for sandboxes, and
-on MCPEXEC_GATEWAY_SESSIONS_PORT, default 8080, for people: the execute API and the MCP front door)."""
+on MCPEXEC_GATEWAY_SESSIONS_PORT, default 8080, for people: the execute API and the MCP front door; its egress proxy
+for sandboxes on MCPEXEC_EGRESS_PORT, default 3128, gateway/egress/)."""
 
 from __future__ import annotations
 
 import asyncio
+import urllib.parse
 
 import uvicorn
 from kubernetes import client, config
@@ -19,6 +21,9 @@ from gateway.cluster.server_status import ServerStatusReporter
 from gateway.cluster.servers import ClusterServers
 from gateway.cluster.task_reports import KubeTaskReports
 from gateway.core import GatewayBackends, GatewayConfig, GatewayCore
+from gateway.egress.budgets import SharedEgressBudgets
+from gateway.egress.proxy import EgressProxy
+from gateway.egress.settings import EgressSettings
 from gateway.errors import PiiDetectorUnavailable
 from gateway.executions.redis_store import RedisExecutionStore
 from gateway.pii import presidio_detector
@@ -86,6 +91,16 @@ async def serve(settings: GatewaySettings) -> None:
     reporter = ServerStatusReporter(directory, servers, core.catalog)
     status_reports = asyncio.create_task(reporter.report_forever(STATUS_EVERY_SECONDS), name="mcpserver-status")
     await core.start()
+    egress = EgressSettings()
+    budgets = SharedEgressBudgets(settings.redis_url, egress.limits.connections_per_task, egress.limits.bytes_per_task)
+    own = {
+        settings.port,
+        settings.ops_port,
+        settings.sessions_port,
+        urllib.parse.urlsplit(settings.redis_url).port or 6379,
+    }
+    proxy = EgressProxy(core, egress, budgets, frozenset(own))
+    await proxy.serve_tcp(settings.host, egress.port)
     try:
         app = create_app(core)
         ops = BackgroundServer(create_ops_app(core, app), host=settings.host, port=settings.ops_port)
@@ -104,6 +119,7 @@ async def serve(settings: GatewaySettings) -> None:
         claim_watch.cancel()
         session_watch.cancel()
         status_reports.cancel()
+        await proxy.close()
         await core.close()
 
 

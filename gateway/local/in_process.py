@@ -5,8 +5,13 @@ Tasks are registered here (no apiserver): each gets an HS256 JWT whose lifetime 
 
 from __future__ import annotations
 
+import urllib.parse
+
 from gateway.context import TaskContext
 from gateway.core import GatewayBackends, GatewayConfig, GatewayCore
+from gateway.egress.budgets import MemoryEgressBudgets
+from gateway.egress.proxy import EgressProxy
+from gateway.egress.settings import EgressSettings
 from gateway.local.auth import LocalTaskAuthority
 from gateway.pii import presidio_detector
 from gateway.pii.vault import MemoryVault, RedisVault, Vault
@@ -32,8 +37,11 @@ class LocalGateway:
         limits: Limits | None = None,
         pii_ner: bool = False,
         skills_key: bytes | None = None,
+        egress: EgressSettings | None = None,
     ) -> None:
         self._servers = dict(servers)
+        self._redis_url = redis_url
+        self._egress_settings = egress or EgressSettings()
         self._authority = LocalTaskAuthority()
         vault: Vault = RedisVault(redis_url) if redis_url else MemoryVault()
         detector = presidio_detector.ner_for(pii_ner)
@@ -45,6 +53,8 @@ class LocalGateway:
         self.ops_app = create_ops_app(self.core, self.app)
         self._http: BackgroundServer | None = None
         self._ops: BackgroundServer | None = None
+        self._egress: EgressProxy | None = None
+        self._tcp_ports: list[int] = []  # this gateway's TCP listeners: never reachable through its egress proxy
 
     async def start(self, uds_path: str) -> None:
         """Connect to the MCP servers (in the background) and serve the API on `uds_path`."""
@@ -57,15 +67,34 @@ class LocalGateway:
         await self.core.start()
         self._http = BackgroundServer(self.app, host=host, port=port)
         await self._http.start()
+        self._tcp_ports.append(self._http.port)
         return self._http.port
 
     async def serve_ops(self, uds_path: str | None = None) -> int | None:
         """Serve the ops app on its own Unix socket, or on a free loopback TCP port (returned)."""
         self._ops = BackgroundServer(self.ops_app, uds=uds_path)
         await self._ops.start()
-        return None if uds_path else self._ops.port
+        if uds_path:
+            return None
+        self._tcp_ports.append(self._ops.port)
+        return self._ops.port
+
+    async def serve_egress(self, uds_path: str | None = None, port: int = 0) -> int | None:
+        """Serve the egress proxy (gateway/egress/) on its own Unix socket, or on a loopback TCP port (returned; 0: a
+        free one). Its protected ports: this gateway's own TCP listeners and Redis's."""
+        redis_port = (urllib.parse.urlsplit(self._redis_url).port or 6379) if self._redis_url else None
+        protected = frozenset([*self._tcp_ports, *([redis_port] if redis_port else [])])
+        limits = self._egress_settings.limits
+        budgets = MemoryEgressBudgets(limits.connections_per_task, limits.bytes_per_task)
+        self._egress = EgressProxy(self.core, self._egress_settings, budgets, protected)
+        if uds_path is not None:
+            await self._egress.serve_unix(uds_path)
+            return None
+        return await self._egress.serve_tcp("127.0.0.1", port)
 
     async def stop(self) -> None:
+        if self._egress is not None:
+            await self._egress.close()
         if self._ops is not None:
             await self._ops.stop()
         if self._http is not None:

@@ -13,6 +13,7 @@ from typing import Annotated, ClassVar, Literal, Self
 from pydantic import Field, StrictInt, model_validator
 
 from mcpexec.api.agenttask import MAX_TASK_NAME, AgentTask, PoolRef
+from mcpexec.api.egress import EgressPolicy
 from mcpexec.api.meta import API_VERSION, Resource, SpecModel
 from mcpexec.api.sandbox import ToolPolicy
 
@@ -42,6 +43,8 @@ class AgentSessionSpec(SpecModel):
         default=None, alias="mcpServers", max_length=32
     )
     tools: ToolPolicy = Field(default_factory=ToolPolicy)
+    # Narrower than the pool's template, or none (then the template's egress).
+    egress: EgressPolicy | None = None
 
     @model_validator(mode="after")
     def _idle_within_lifetime(self) -> Self:
@@ -57,9 +60,9 @@ class AgentSession(Resource):
     max_name: ClassVar[int] = MAX_TASK_NAME
 
 
-def session_task(document: dict[str, object], pool_servers: list[str]) -> AgentTask:
+def session_task(document: dict[str, object], pool_servers: list[str], pool_egress: EgressPolicy) -> AgentTask:
     """The session as the gateway serves it: a pooled task of the session's name, namespace and policy (its
-    servers: the session's, else the pool template's), whose code never runs."""
+    servers and egress: the session's, else the pool template's), whose code never runs."""
     session = AgentSession.model_validate(document)
     spec = session.spec
     return AgentTask.model_validate(
@@ -72,6 +75,7 @@ def session_task(document: dict[str, object], pool_servers: list[str]) -> AgentT
                 "poolRef": {"name": spec.pool_ref.name},
                 "mcpServers": pool_servers if spec.mcp_servers is None else spec.mcp_servers,
                 "tools": spec.tools.model_dump(),
+                "egress": (pool_egress if spec.egress is None else spec.egress).model_dump(),
                 "timeoutSeconds": spec.max_lifetime_seconds,
             },
         }

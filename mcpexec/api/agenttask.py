@@ -110,4 +110,6 @@ def runtime_task_config(namespace: str, name: str, uid: str, spec: AgentTaskSpec
     for key, value in (("code", spec.code), ("prompt", spec.prompt), ("model", spec.model)):
         if value is not None:
             config[key] = value
+    if spec.egress.granted:  # the runtime points the task's tools at the gateway's egress proxy
+        config["egress"] = spec.egress.model_dump()
     return config

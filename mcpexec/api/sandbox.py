@@ -10,6 +10,7 @@ from typing import Annotated, Self
 from kubernetes.utils.quantity import parse_quantity
 from pydantic import Field, StrictBool, model_validator
 
+from mcpexec.api.egress import EgressPolicy
 from mcpexec.api.meta import DNS1123_LABEL, Dns1123Label, Quantity, SpecModel, quantity_within
 from mcpexec.api.pii import TaskPii
 
@@ -78,11 +79,12 @@ class Resources(SpecModel):
 
 
 class SandboxPolicy(SpecModel):
-    """What the code in a sandbox may reach through the gateway."""
+    """What the code in a sandbox may reach through the gateway: tools, and public hosts through its proxy."""
 
     mcp_servers: list[Dns1123Label] = Field(default_factory=list, alias="mcpServers", max_length=32)
     tools: ToolPolicy = Field(default_factory=ToolPolicy)
     pii: TaskPii = Field(default_factory=TaskPii)
+    egress: EgressPolicy = Field(default_factory=EgressPolicy)
 
 
 class SandboxTemplate(SandboxPolicy):

@@ -16,6 +16,7 @@ from typing import Annotated, ClassVar, Literal
 
 from pydantic import Field, StrictInt
 
+from mcpexec.api import egress
 from mcpexec.api.agenttask import AgentTaskSpec
 from mcpexec.api.meta import MAX_POOL_NAME, Resource, SpecModel
 from mcpexec.api.sandbox import SandboxPolicy, SandboxTemplate, ToolPolicy
@@ -65,7 +66,7 @@ def widening(template: SandboxTemplate, spec: AgentTaskSpec) -> list[str]:
 
     The gateway enforces the template's policy and the task's together, so whatever a task writes it gets no more
     than the template; this check refuses, before a sandbox is claimed, what can be seen to ask for more: a server
-    the template does not list, a tool named outright that the template does not allow.
+    the template does not list, a tool named outright that the template does not allow, egress beyond the template's.
     """
     reasons = [
         f"spec.mcpServers: {name!r} is not in the pool's template" for name in spec.mcp_servers
@@ -76,7 +77,7 @@ def widening(template: SandboxTemplate, spec: AgentTaskSpec) -> list[str]:
         for pattern in spec.tools.allow
         if _literal(pattern) and not _allows(template.tools, pattern)
     ]
-    return reasons
+    return reasons + egress.widening(spec.egress, [("the pool's template", template.egress)])
 
 
 def within(ceiling: SandboxPolicy, server: str, tool: str | None = None) -> bool:

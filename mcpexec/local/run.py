@@ -20,13 +20,16 @@ from pathlib import Path
 
 from kubernetes.utils.quantity import parse_quantity
 
+from gateway.egress.settings import EgressSettings
 from gateway.local.in_process import LocalGateway
 from gateway.pii import presidio_detector
 from gateway.pii.protection import DEFAULT_MINIMUM, combine
 from gateway.settings import LLMUpstream
 from mcpexec.api.agenttask import AgentTask, Phase, runtime_task_config
+from mcpexec.api.egress import widening as egress_widening
 from mcpexec.api.mcpserver import MCPServerSpec
 from mcpexec.api.pii import PiiDeclaration
+from mcpexec.api.reasons import Reason
 from mcpexec.api.result import RuntimeResult
 from mcpexec.api.sandbox import DEFAULT_WORKSPACE_SIZE, SCRATCH_SKILLS_SIZE
 from mcpexec.local.hostfs import UnsafeHostFile, read_beneath, sweep
@@ -242,6 +245,7 @@ def sandbox_run(task: AgentTask, paths: RunPaths, token: str, env: dict[str, str
             result_file=contract.LOCAL_RESULT_FILE,
             tmpdir=contract.LOCAL_TMP,
             token=token,
+            egress_proxy=contract.local_egress_proxy() if task.spec.egress.granted else None,
         )
         | (env or {}),
         timeout_seconds=task.spec.timeout_seconds,
@@ -288,9 +292,13 @@ async def local_gateway(
 
 
 async def serve_sandboxes(gateway: LocalGateway, socket: Path) -> None:
-    """Start `gateway` on `socket`, which only the sandboxes' user (and root) may use."""
+    """Start `gateway` on `socket`, and its egress proxy next to it, which only the sandboxes' user (and root) may
+    use."""
     await gateway.start(str(socket))
     _only_for_sandbox(socket, 0o600)
+    egress = socket.with_name(contract.EGRESS_SOCKET_NAME)
+    await gateway.serve_egress(str(egress))
+    _only_for_sandbox(egress, 0o600)
 
 
 async def run_task(
@@ -304,6 +312,10 @@ async def run_task(
     unknown = [name for name in task.spec.mcp_servers if name not in servers]
     if unknown:
         raise TaskError(f"unknown MCP server(s) {unknown}; the servers file defines {sorted(servers)}")
+    # The egress ceiling and grants are this machine's user's, from the gateway's own variables (MCPEXEC_EGRESS...).
+    wider = egress_widening(task.spec.egress, EgressSettings().admin.bounds(task.metadata.namespace))
+    if wider:
+        raise TaskError(f"{Reason.POLICY_WIDENED}: {'; '.join(wider)}")
     if task.spec.pool_ref is not None:  # a cluster's SandboxPool: here every run starts its own sandbox anyway
         log.info("no pools locally: a fresh sandbox runs the task", extra={"poolRef": task.spec.pool_ref.name})
     socket = await asyncio.to_thread(gateway_socket)

@@ -79,7 +79,7 @@ def test_task_creates_hardened_objects(operator: kopf.testing.KopfRunner, namesp
         "kubernetes.io/metadata.name": OPERATOR_DEFAULTS["gateway_namespace"]
     }
     assert gateway_rule.to[0].pod_selector.match_labels == {"app.kubernetes.io/name": "mcpexec-gateway"}
-    assert [(p.protocol, p.port) for p in gateway_rule.ports] == [("TCP", 8000)]
+    assert [(p.protocol, p.port) for p in gateway_rule.ports] == [("TCP", 8000), ("TCP", 3128)]
     assert [client.ApiClient().sanitize_for_serialization(peer) for peer in dns_rule.to] == DNS_PEERS
     assert sorted((p.protocol, p.port) for p in dns_rule.ports) == [("TCP", 53), ("UDP", 53)]
 

@@ -162,6 +162,7 @@ def test_singletons_and_the_gateways_availability() -> None:
         "http": 8000,
         "ops": 9090,
         "sessions": 8080,
+        "egress": 3128,
     }
     [budget] = _by_kind(docs, "PodDisruptionBudget").values()
     assert budget["spec"]["selector"] == gateway["spec"]["selector"]
@@ -258,7 +259,7 @@ def test_network_policies_guard_the_control_plane() -> None:
                 {"namespaceSelector": {}, "podSelector": {"matchLabels": tasks}},
                 {"namespaceSelector": {}, "podSelector": {"matchLabels": pools}},
             ],
-            "ports": [{"protocol": "TCP", "port": 8000}],
+            "ports": [{"protocol": "TCP", "port": 8000}, {"protocol": "TCP", "port": 3128}],
         },
         {"from": [{"podSelector": {}}], "ports": [{"protocol": "TCP", "port": 9090}]},
         {  # people's door: any pod but a sandbox
