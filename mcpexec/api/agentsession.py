@@ -13,6 +13,7 @@ from typing import Annotated, ClassVar, Literal, Self
 from pydantic import Field, StrictInt, model_validator
 
 from mcpexec.api.agenttask import MAX_TASK_NAME, AgentTask, PoolRef
+from mcpexec.api.approval import ApprovalPolicy
 from mcpexec.api.meta import API_VERSION, Resource, SpecModel
 from mcpexec.api.sandbox import ToolPolicy
 
@@ -42,6 +43,8 @@ class AgentSessionSpec(SpecModel):
         default=None, alias="mcpServers", max_length=32
     )
     tools: ToolPolicy = Field(default_factory=ToolPolicy)
+    # Adds to the pool template's calls that need a person's approval, never removes any.
+    approval: ApprovalPolicy = Field(default_factory=ApprovalPolicy)
 
     @model_validator(mode="after")
     def _idle_within_lifetime(self) -> Self:
@@ -72,6 +75,7 @@ def session_task(document: dict[str, object], pool_servers: list[str]) -> AgentT
                 "poolRef": {"name": spec.pool_ref.name},
                 "mcpServers": pool_servers if spec.mcp_servers is None else spec.mcp_servers,
                 "tools": spec.tools.model_dump(),
+                "approval": spec.approval.model_dump(),
                 "timeoutSeconds": spec.max_lifetime_seconds,
             },
         }
