@@ -18,3 +18,24 @@ class ToolError(Exception):
         self.status = status
         self.code = code
         self.retry_after = retry_after
+
+
+# A call held for a person's approval (docs/approvals.md): the gateway says so, the runtime waits for the decision.
+APPROVAL_PENDING = "approval_pending"
+
+
+class ApprovalDenied(ToolError):
+    """A person denied this exact call: it did not run, and will not. `reason` is what they said (tokenized)."""
+
+    def __init__(self, tool: str, digest: str, reason: str) -> None:
+        said = f": {reason}" if reason else ""
+        super().__init__(403, "approval_denied", f"{tool} was denied by a person (digest {digest}){said}")
+        self.tool, self.digest, self.reason = tool, digest, reason
+
+
+class ApprovalTimeout(ToolError):
+    """No one decided on this held call before the task's deadline: it did not run."""
+
+    def __init__(self, tool: str, digest: str) -> None:
+        super().__init__(408, "approval_timeout", f"{tool} was not approved before the deadline (digest {digest})")
+        self.tool, self.digest = tool, digest

@@ -6,6 +6,7 @@ Tasks are registered here (no apiserver): each gets an HS256 JWT whose lifetime 
 from __future__ import annotations
 
 from gateway.context import TaskContext
+from gateway.approvals.redis_holds import RedisHolds
 from gateway.core import GatewayBackends, GatewayConfig, GatewayCore
 from gateway.local.auth import LocalTaskAuthority
 from gateway.pii import presidio_detector
@@ -38,7 +39,14 @@ class LocalGateway:
         vault: Vault = RedisVault(redis_url) if redis_url else MemoryVault()
         detector = presidio_detector.ner_for(pii_ner)
         self.core = GatewayCore(
-            GatewayBackends(self._authority, lambda: self._servers, vault, ner=detector),
+            GatewayBackends(
+                self._authority,
+                lambda: self._servers,
+                vault,
+                ner=detector,
+                # Held calls need a store to wait in; without Redis a call that needs approval is refused.
+                approval_holds=RedisHolds(redis_url) if redis_url else None,
+            ),
             GatewayConfig(limits=limits or Limits(), llm=llm, skills_key=skills_key),
         )
         self.app = create_app(self.core)
