@@ -5,8 +5,8 @@ Tasks are registered here (no apiserver): each gets an HS256 JWT whose lifetime 
 
 from __future__ import annotations
 
-from gateway.context import TaskContext
 from gateway.approvals.redis_holds import RedisHolds
+from gateway.context import TaskContext
 from gateway.core import GatewayBackends, GatewayConfig, GatewayCore
 from gateway.local.auth import LocalTaskAuthority
 from gateway.pii import presidio_detector
