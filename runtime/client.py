@@ -16,7 +16,7 @@ from typing import Any
 
 from runtime.config import Environment
 from runtime.contract import ASSIGNMENT_PATH
-from runtime.errors import APPROVAL_PENDING, ApprovalDenied, ApprovalTimeout
+from runtime.errors import APPROVAL_ANSWERS, ApprovalDenied, ApprovalTimeout
 from runtime.errors import ToolError as ToolError  # agent code, skills and session.py know it as client.ToolError
 from runtime.transport import (
     ANSWER_TIMEOUT_SECONDS,
@@ -198,7 +198,7 @@ def call_tool(name: str, arguments: dict[str, Any] | None = None) -> Any:
     try:
         answer = gw.request("POST", path, body)
     except ToolError as exc:
-        if exc.code != APPROVAL_PENDING:
+        if exc.code not in APPROVAL_ANSWERS:
             raise
         answer = _approved(name, path, body)
     if answer.get("isError"):
@@ -209,8 +209,9 @@ def call_tool(name: str, arguments: dict[str, Any] | None = None) -> Any:
 
 
 def _approved(name: str, path: str, body: dict[str, Any]) -> Any:
-    """A held call: wait for the decision (from any gateway replica, for as long as it takes: the gateway ends the
-    wait at the task's deadline), then send it again under the same call id if approved."""
+    """A held call (or one refused as decided before): wait for the decision (from any gateway replica, for as long
+    as it takes: the gateway ends the wait at the task's deadline), then send it again under the same call id if
+    approved."""
     decision = long_poll(f"/v1/approvals/{body['callId']}")
     if decision["state"] == "denied":
         raise ApprovalDenied(name, decision["digest"], decision.get("reason") or "")

@@ -20,8 +20,9 @@ class ToolError(Exception):
         self.retry_after = retry_after
 
 
-# A call held for a person's approval (docs/approvals.md): the gateway says so, the runtime waits for the decision.
-APPROVAL_PENDING = "approval_pending"
+# A call that needs a person's approval (docs/approvals.md): held (pending), or the same exact call decided before
+# (denied, expired); the runtime then reads the decision by the call's id.
+APPROVAL_ANSWERS = frozenset({"approval_pending", "approval_denied", "approval_timeout"})
 
 
 class ApprovalDenied(ToolError):

@@ -9,8 +9,8 @@ a sorted set of the pending digests, and a revision counter of the pending set (
 Every state change is one Lua script:
 - `hold`: a new call is held `pending`; the same call (same call id) asking again learns its state, and an
   `approved` one is taken: `ran`, once, by that call id only (the caller then runs it). A `denied` digest stays denied
-  for the task's life: the same exact call asked again is refused at once. An identical call from another call id
-  while one is held is `busy`.
+  for the task's life: the same exact call asked again is refused at once (its call id then reads the denial). An
+  identical call from another call id while one is held is `busy`.
 - `decide`: `pending` -> `approved` or `denied`, only from pending and only before the deadline (then `expired`).
 An approval names one digest of one task; nothing else reads it. Keys expire RETENTION_SECONDS after the deadline.
 """
@@ -55,8 +55,10 @@ if state == 'pending' and tonumber(redis.call('HGET', KEYS[1], 'deadline')) <= n
   redis.call('EXPIRE', KEYS[5], ARGV[8])
   return {'expired'}
 end
-if state == 'denied' then return {'denied', redis.call('HGET', KEYS[1], 'reason') or ''} end
-if state == 'expired' then return {'expired'} end
+if state == 'denied' or state == 'expired' then
+  redis.call('SET', KEYS[2], ARGV[1], 'EX', ARGV[8])
+  return {state, redis.call('HGET', KEYS[1], 'reason') or ''}
+end
 if state == 'pending' then
   if owner == ARGV[2] then return {'pending'} end
   return {'busy'}
