@@ -18,6 +18,7 @@ import pytest
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
+from mcpexec.kubectl_plugin import main as kubectl_mcpexec
 from tests.cluster.kube import wait_for
 from tests.cluster.test_gateway_pools import (
     POOL_ACCOUNT,
@@ -106,7 +107,7 @@ def _events(namespace: str, name: str) -> list[str]:
 
 @pytest.mark.timeout(300)
 def test_held_calls_are_answered_by_whom_rbac_allows_through_either_replica(
-    cluster: ControlPlane, namespace: str
+    cluster: ControlPlane, namespace: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
     user_role, approver_role = _session_user_role(), _approver_role()
     alice = _user(namespace, "alice", user_role)  # runs code in the session
@@ -177,7 +178,14 @@ def test_held_calls_are_answered_by_whom_rbac_allows_through_either_replica(
         third = pool.submit(_execute, polled.people_url, namespace, "work", alice, GETS % "C001", 60)
         (again_held,) = _held(other.people_url, namespace, "work", alice)
         assert again_held["digest"] == digest  # the same exact call: the same digest, held anew
-        assert _decide(polled.people_url, namespace, "work", alice, digest, "approve").status_code == 200
+        # ...through `kubectl mcpexec` (its console script's main), the digest by a prefix as `pending` shows it.
+        plugin = ["--gateway", polled.people_url, "--token", alice, "-n", namespace, "--session"]
+        kubectl_mcpexec([*plugin, "pending", "work"])
+        assert f"{digest[:12]}  crm/get_customer" in capsys.readouterr().out
+        kubectl_mcpexec([*plugin, "approve", "work", digest[:12]])
+        assert capsys.readouterr().out == (
+            f"crm/get_customer {digest[:12]} approved by system:serviceaccount:{namespace}:alice\n"
+        )
         assert _printed(third) == {"got": "C001"}
 
         wait_for(lambda: session_status(namespace, "work")["approvals"]["count"] == 0, 30, "status cleared")
