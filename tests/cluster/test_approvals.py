@@ -16,7 +16,6 @@ from typing import Any
 import httpx
 import pytest
 from kubernetes import client
-from kubernetes.client.exceptions import ApiException
 
 from mcpexec.kubectl_plugin import main as kubectl_mcpexec
 from tests.cluster.kube import wait_for
@@ -28,9 +27,15 @@ from tests.cluster.test_gateway_pools import (
     _pool_pod,
     pool_runtime,
 )
-from tests.cluster.test_gateway_sessions import SessionsGateway, _execute, _ready_session, _session_user_role, _user
+from tests.cluster.test_gateway_sessions import (
+    SessionsGateway,
+    _execute,
+    _ready_session,
+    _session_user_role,
+    _user,
+    chart_cluster_role,
+)
 from tests.cluster.test_sessions import session_status
-from tests.support.chart import render
 from tests.support.components import demo_over_http, free_port, redis_server
 from tests.support.control_plane import ControlPlane
 
@@ -45,14 +50,7 @@ except ApprovalTimeout as exc:
 
 
 def _approver_role() -> str:
-    """The chart's approver ClusterRole, created as rendered; its name."""
-    role = next(d for d in render() if d["kind"] == "ClusterRole" and d["metadata"]["name"].endswith("-approver"))
-    try:
-        client.RbacAuthorizationV1Api().create_cluster_role(role)
-    except ApiException as exc:
-        if exc.status != 409:
-            raise
-    return str(role["metadata"]["name"])
+    return chart_cluster_role("-approver")
 
 
 def _grant(namespace: str, account: str, role: str) -> None:
