@@ -5,9 +5,10 @@ runs it in-process for `mcpexec run`. The package map, from the entry points dow
 module only imports from its own layer or below, see .importlinter):
 
 - `cluster/`   cluster mode: TokenReview auth of sandboxes, the SandboxPool claim index, MCPServer resources and their
-               status, the tasks' result reports (`status.report`), serve(); `cluster/people/`, the door for people on
-               a port of its own: who they are and what they may (TokenReview, SubjectAccessReview), the execute API
-               over their AgentSessions, the MCP front door
+               status, the tasks' result reports (`status.report`), held calls' status and Events, serve();
+               `cluster/people/`, the door for people on a port of its own: who they are and what they may
+               (TokenReview, SubjectAccessReview), the execute API over their AgentSessions, the approval API, the MCP
+               front door
 - `local/`     local mode: the in-process gateway on a Unix socket and its per-task tokens
 - `web/`       the v1 HTTP API (docs/contracts.md): app (its routers, one per area, in `routes/`), bearer auth, error
                bodies, lean tool-call route, body limit, serving; the MCP front door (execute_code) over the session
@@ -15,6 +16,8 @@ module only imports from its own layer or below, see .importlinter):
 - `core`       one gateway instance wired together from its backends and config; the HTTP app and LocalGateway are
                thin shells over it
 - `tools/`     tools as a task sees them: catalog (progressive disclosure), calls, policy, wrapper source
+- `approvals/` calls held for a person's approval: who asks (rules), the call's digest and tokenized preview, the held
+               calls in Redis, the gate the call path asks and people answer through
 - `llm/`       the LLM proxy: OpenAI chat completions in, OpenAI or Anthropic upstream, streamed answers out
 - `executions/` interactive sessions: the broker between a caller's code and its session sandbox's runtime
 - `upstreams/` connections to upstream MCP servers: pool, bounded stdio transport, HTTP answer limits, keep-alive

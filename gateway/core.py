@@ -10,6 +10,9 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from gateway.approvals.gate import ApprovalGate
+from gateway.approvals.redis_holds import RedisHolds
+from gateway.approvals.rules import ApprovalRules
 from gateway.context import Assigner, Authenticator, TaskContext, TaskReports
 from gateway.errors import GatewayError
 from gateway.executions.broker import ExecutionBroker
@@ -29,6 +32,7 @@ from gateway.tools.catalog import Catalog, ServerKey, local_server_key
 from gateway.tools.skill_seals import SkillSeals
 from gateway.upstreams.pool import UpstreamPool
 from gateway.usage import UsageMeter
+from mcpexec.api.approval import AnnotationRule
 from mcpexec.api.mcpserver import MCPServerSpec
 from mcpexec.api.pii import DEFAULT_PHONE_REGIONS, PiiEntity
 
@@ -58,6 +62,9 @@ class GatewayBackends:
     assigner: Assigner | None = None
     # Where tasks' results reported by their sandboxes go: cluster mode only (None: the host reads the result file).
     task_reports: TaskReports | None = None
+    # Where calls held for a person's approval are kept, shared by the replicas (None: no one to ask, such calls
+    # are refused).
+    approval_holds: RedisHolds | None = None
 
 
 @dataclass(frozen=True)
@@ -70,6 +77,8 @@ class GatewayConfig:
     pii_phone_regions: frozenset[str] = frozenset(DEFAULT_PHONE_REGIONS)
     # Without a key of its own (shared by replicas, kept across local runs) seals hold for this process only.
     skills_key: bytes | None = None
+    # The admin's: calls that need a person's approval, by the tools' MCP annotations.
+    approval_annotations: frozenset[AnnotationRule] = frozenset()
 
 
 class GatewayCore:
@@ -98,7 +107,10 @@ class GatewayCore:
         )
         self.rate_limits = backends.rate_limits or MemoryRateLimits(self.limits.requests_per_second)
         self.skill_seals = SkillSeals(self.catalog, config.skills_key or os.urandom(32))
-        self.caller = ToolCaller(self.catalog, self.upstreams, self.tokenizer, self.usage, self.metrics)
+        self.approvals = ApprovalGate(
+            ApprovalRules(config.approval_annotations), backends.approval_holds, self.tokenizer, self.metrics
+        )
+        self.caller = ToolCaller(self.catalog, self.upstreams, self.tokenizer, self.usage, self.metrics, self.approvals)
         self.llm = LLMProxy(config.llm, self.tokenizer, self.usage, self.metrics)
         # Interactive sessions: code for a sandbox's runtime, its outcome back (opened by whoever runs the sandboxes);
         # shared through Redis by a cluster's replicas, in this process otherwise.
@@ -137,6 +149,7 @@ class GatewayCore:
         self.usage.forget(scope)
         self.rate_limits.forget(scope)
         self.tokenizer.forget(scope)
+        self.approvals.rules.forget(scope)
         self.scans.forget(scope)
         await self.upstreams.release(scope)
 
@@ -158,4 +171,6 @@ class GatewayCore:
         await self.rate_limits.close()
         await self.vault.close()
         await self.executions.close()
+        if self.approvals.holds is not None:
+            await self.approvals.holds.close()
         self.scans.close()

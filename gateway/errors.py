@@ -174,3 +174,52 @@ class ExecutionTimeout(GatewayError):
     snippet may still be running; the session goes on, and runs the next execution once the runtime is free."""
 
     status, code = 504, "execution_timeout"
+
+
+class ApprovalPending(GatewayError):
+    """The call needs a person's approval and has none yet: it is held, not run. The caller waits for the decision
+    (`GET /v1/approvals/{callId}`), then sends the same call again with the same `callId`."""
+
+    status, code = 409, "approval_pending"
+
+
+class ApprovalDenied(GatewayError):
+    """A person denied this exact call (or it is refused as one they denied): it did not run and never will."""
+
+    status, code = 403, "approval_denied"
+
+
+class ApprovalTimeout(GatewayError):
+    """No one decided on the held call before the task's deadline: it did not run."""
+
+    status, code = 408, "approval_timeout"
+
+
+class ApprovalConsumed(GatewayError):
+    """The approved call was taken to run once already (by this call id): it is not run again."""
+
+    status, code = 409, "approval_consumed"
+
+
+class ApprovalConflict(GatewayError):
+    """The call id names another held call, or the identical call is held for another caller: nothing ran."""
+
+    status, code = 409, "approval_conflict"
+
+
+class ApprovalUnavailable(GatewayError):
+    """The call needs a person's approval and this gateway has no one to ask: it did not run."""
+
+    status, code = 403, "approval_unavailable"
+
+
+class AlreadyDecided(GatewayError):
+    """A decision on a held call decided before (approved, denied, expired or run): this one changed nothing."""
+
+    status, code = 409, "already_decided"
+
+
+class ApprovalStoreUnavailable(GatewayError):
+    """The held calls' store (Redis) cannot be reached: nothing was run."""
+
+    status, code = 503, "approval_store_unavailable"

@@ -7,6 +7,7 @@ from typing import Annotated, Literal
 from pydantic import AliasChoices, BaseModel, Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from mcpexec.api.approval import AnnotationRule
 from mcpexec.api.meta import GATEWAY_AUDIENCE
 from mcpexec.api.pii import BUILTIN_ENTITIES, DEFAULT_PHONE_REGIONS, MAX_PHONE_REGIONS, PhoneRegion, PiiEntity
 
@@ -131,6 +132,12 @@ class GatewaySettings(LLMSettings):
     stdio_server_namespaces: list[str] = Field(
         default_factory=list,
         validation_alias=AliasChoices("MCPEXEC_STDIO_SERVER_NAMESPACES", "stdio_server_namespaces"),
+    )
+
+    # The cluster admin's: calls that need a person's approval, by the tools' MCP annotations (docs/approvals.md).
+    approval_annotations: list[AnnotationRule] = Field(
+        default_factory=list,
+        validation_alias=AliasChoices("MCPEXEC_APPROVAL_ANNOTATIONS", "approval_annotations"),
     )
 
     def limits(self) -> Limits:

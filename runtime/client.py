@@ -11,10 +11,12 @@ from __future__ import annotations
 import json
 import time
 import urllib.parse
+import uuid
 from typing import Any
 
 from runtime.config import Environment
 from runtime.contract import ASSIGNMENT_PATH
+from runtime.errors import APPROVAL_ANSWERS, ApprovalDenied, ApprovalTimeout
 from runtime.errors import ToolError as ToolError  # agent code, skills and session.py know it as client.ToolError
 from runtime.transport import (
     ANSWER_TIMEOUT_SECONDS,
@@ -184,16 +186,40 @@ def get_tool(name: str) -> dict[str, Any]:
 def call_tool(name: str, arguments: dict[str, Any] | None = None) -> Any:
     """Call "server/tool"; returns structuredContent when the tool gives it, else the text content.
 
-    A tool that ran and failed raises ToolError with code "tool_error".
+    A tool that ran and failed raises ToolError with code "tool_error". A call that needs a person's approval
+    returns once they decided: approved, it runs (once); denied, ApprovalDenied; undecided at the task's deadline,
+    ApprovalTimeout (both ToolErrors; the call did not run).
     """
     gw = gateway()
     gw.tool_calls += 1
-    answer = gw.request("POST", f"/v1/tools/{_quote(name)}/call", {"arguments": arguments or {}})
+    path = f"/v1/tools/{_quote(name)}/call"
+    # The call's own id: a held call is waited for, and sent again once approved, under it (never run twice).
+    body = {"arguments": arguments or {}, "callId": uuid.uuid4().hex}
+    try:
+        answer = gw.request("POST", path, body)
+    except ToolError as exc:
+        if exc.code not in APPROVAL_ANSWERS:
+            raise
+        answer = _approved(name, path, body)
     if answer.get("isError"):
         raise ToolError(200, "tool_error", _text(answer.get("content") or []))
     if answer.get("structuredContent") is not None:
         return answer["structuredContent"]
     return _text(answer.get("content") or [])
+
+
+def _approved(name: str, path: str, body: dict[str, Any]) -> Any:
+    """A held call (or one refused as decided before): wait for the decision (from any gateway replica, for as long
+    as it takes: the gateway ends the wait at the task's deadline), then send it again under the same call id if
+    approved."""
+    decision = long_poll(f"/v1/approvals/{body['callId']}")
+    if decision["state"] == "denied":
+        raise ApprovalDenied(name, decision["digest"], decision.get("reason") or "")
+    if decision["state"] == "expired":
+        raise ApprovalTimeout(name, decision["digest"])
+    if decision["state"] != "approved":
+        raise ToolError(409, "approval_consumed", f"{name} was taken to run already (digest {decision['digest']})")
+    return gateway().request("POST", path, body)
 
 
 def _quote(name: str) -> str:
@@ -215,4 +241,6 @@ def tool_api() -> dict[str, Any]:
         "get_tool": get_tool,
         "call_tool": call_tool,
         "ToolError": ToolError,
+        "ApprovalDenied": ApprovalDenied,
+        "ApprovalTimeout": ApprovalTimeout,
     }

@@ -18,3 +18,25 @@ class ToolError(Exception):
         self.status = status
         self.code = code
         self.retry_after = retry_after
+
+
+# A call that needs a person's approval (docs/approvals.md): held (pending), or the same exact call decided before
+# (denied, expired); the runtime then reads the decision by the call's id.
+APPROVAL_ANSWERS = frozenset({"approval_pending", "approval_denied", "approval_timeout"})
+
+
+class ApprovalDenied(ToolError):
+    """A person denied this exact call: it did not run, and will not. `reason` is what they said (tokenized)."""
+
+    def __init__(self, tool: str, digest: str, reason: str) -> None:
+        said = f": {reason}" if reason else ""
+        super().__init__(403, "approval_denied", f"{tool} was denied by a person (digest {digest}){said}")
+        self.tool, self.digest, self.reason = tool, digest, reason
+
+
+class ApprovalTimeout(ToolError):
+    """No one decided on this held call before the task's deadline: it did not run."""
+
+    def __init__(self, tool: str, digest: str) -> None:
+        super().__init__(408, "approval_timeout", f"{tool} was not approved before the deadline (digest {digest})")
+        self.tool, self.digest = tool, digest

@@ -49,6 +49,27 @@ class KubeDirectory:
             GROUP, VERSION, namespace, AGENTTASK_PLURAL, name, body, _request_timeout=timeout
         )
 
+    def resource(self, plural: str, namespace: str, name: str, timeout: float | None = None) -> dict[str, Any]:
+        """One of our resources (an AgentTask, an AgentSession) by its plural."""
+        return cast(
+            dict[str, Any],
+            self._custom.get_namespaced_custom_object(
+                GROUP, VERSION, namespace, plural, name, _request_timeout=timeout
+            ),
+        )
+
+    def patch_status(self, plural: str, namespace: str, name: str, body: dict[str, Any], timeout: float) -> None:
+        """A merge patch of one of our resources' status (`body` may hold `metadata.resourceVersion`: then it applies
+        only to the resource as it was read, else 409)."""
+        self._custom.patch_namespaced_custom_object_status(
+            GROUP, VERSION, namespace, plural, name, body, _request_timeout=timeout
+        )
+
+    def create_event(self, namespace: str, event: dict[str, Any]) -> None:
+        """A core/v1 Event, the plain manifest as it is."""
+        create: Callable[..., Any] = self._core.create_namespaced_event
+        create(namespace, event, _preload_content=False)
+
     def agent_session(self, namespace: str, name: str) -> dict[str, Any]:
         return cast(
             dict[str, Any],

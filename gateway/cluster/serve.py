@@ -1,7 +1,7 @@
 """The cluster-mode gateway server behind `python -m gateway` (env: REDIS_URL, LLM_BASE_URL,
 LLM_API_KEY, LLM_MODEL; listens on MCPEXEC_GATEWAY_HOST:MCPEXEC_GATEWAY_PORT, default 0.0.0.0:8000, for sandboxes, and
-on MCPEXEC_GATEWAY_SESSIONS_PORT, default 8080, for people: the execute API and the MCP front door; its egress proxy
-for sandboxes on MCPEXEC_EGRESS_PORT, default 3128, gateway/egress/)."""
+on MCPEXEC_GATEWAY_SESSIONS_PORT, default 8080, for people: the execute API, the approval API and the MCP front
+door; its egress proxy for sandboxes on MCPEXEC_EGRESS_PORT, default 3128, gateway/egress/)."""
 
 from __future__ import annotations
 
@@ -11,6 +11,8 @@ import urllib.parse
 import uvicorn
 from kubernetes import client, config
 
+from gateway.approvals.redis_holds import RedisHolds
+from gateway.cluster.approval_status import ApprovalStatusWriter
 from gateway.cluster.auth import ClusterAuthenticator
 from gateway.cluster.claims import ClaimIndex
 from gateway.cluster.directory import KubeDirectory
@@ -74,6 +76,7 @@ async def serve(settings: GatewaySettings) -> None:
                 execution_store=RedisExecutionStore(settings.redis_url),
                 assigner=authenticator,
                 task_reports=KubeTaskReports(directory),
+                approval_holds=RedisHolds(settings.redis_url),
             ),
             GatewayConfig(
                 limits=limits,
@@ -81,10 +84,12 @@ async def serve(settings: GatewaySettings) -> None:
                 pii_minimum=frozenset(settings.pii_minimum_entities),
                 pii_phone_regions=frozenset(settings.pii_phone_regions),
                 skills_key=settings.skills_seal_key.get_secret_value().encode(),
+                approval_annotations=frozenset(settings.approval_annotations),
             ),
         )
     except PiiDetectorUnavailable as exc:
         raise SystemExit(f"MCPEXEC_PII_MINIMUM_ENTITIES: {exc.message}") from None
+    core.approvals.notices = approval_status = ApprovalStatusWriter(directory, core.approvals)
     refresher = asyncio.create_task(servers.refresh_forever(), name="mcpserver-refresh")
     claim_watch = asyncio.create_task(claims.follow(), name="claim-index")
     session_watch = asyncio.create_task(session_claims.follow(), name="session-claim-index")
@@ -120,6 +125,7 @@ async def serve(settings: GatewaySettings) -> None:
         session_watch.cancel()
         status_reports.cancel()
         await proxy.close()
+        await approval_status.close()
         await core.close()
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import urllib.parse
 
+from gateway.approvals.redis_holds import RedisHolds
 from gateway.context import TaskContext
 from gateway.core import GatewayBackends, GatewayConfig, GatewayCore
 from gateway.egress.budgets import MemoryEgressBudgets
@@ -46,7 +47,14 @@ class LocalGateway:
         vault: Vault = RedisVault(redis_url) if redis_url else MemoryVault()
         detector = presidio_detector.ner_for(pii_ner)
         self.core = GatewayCore(
-            GatewayBackends(self._authority, lambda: self._servers, vault, ner=detector),
+            GatewayBackends(
+                self._authority,
+                lambda: self._servers,
+                vault,
+                ner=detector,
+                # Held calls need a store to wait in; without Redis a call that needs approval is refused.
+                approval_holds=RedisHolds(redis_url) if redis_url else None,
+            ),
             GatewayConfig(limits=limits or Limits(), llm=llm, skills_key=skills_key),
         )
         self.app = create_app(self.core)

@@ -1,4 +1,5 @@
-"""Audit trail: one structured log record per tool call and LLM request; names and outcomes, never payloads."""
+"""Audit trail: one structured log record per tool call and LLM request, and per decision on a held call (with the
+approver's username, as the API server's review of their token said it); names and outcomes, never payloads."""
 
 from __future__ import annotations
 
@@ -19,5 +20,21 @@ def record(ctx: TaskContext, action: str, target: str, duration_seconds: float, 
             "target": target,
             "duration_ms": round(duration_seconds * 1000, 3),
             "outcome": outcome,
+        },
+    )
+
+
+def decision(kind: str, task: str, uid: str, tool: str, digest: str, outcome: str, approver: str) -> None:
+    """A person's decision on a held call (approved, denied; expired when the deadline came first)."""
+    log.info(
+        "audit",
+        extra={
+            "task": task,
+            "task_uid": uid,
+            "kind": kind,
+            "action": "approval",
+            "target": f"{tool} {digest}",
+            "outcome": outcome,
+            "approver": approver,
         },
     )

@@ -35,6 +35,12 @@ class GatewayMetrics:
         self.llm_tokens = Counter(
             "mcpexec_gateway_llm_tokens", "LLM tokens reported upstream.", ["direction"], registry=self.registry
         )
+        self.approvals = Counter(
+            "mcpexec_gateway_approvals",
+            "Calls held for a person's approval, by event: held, approved, denied, expired, ran (taken to run).",
+            ["event"],
+            registry=self.registry,
+        )
         # A call's two series by its labels: looking them up costs a lock and a few string checks every call.
         self._call_series: dict[tuple[str, str, str], tuple[Counter, Histogram]] = {}
 

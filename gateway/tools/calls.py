@@ -11,8 +11,9 @@ import mcp_types as types
 from jsonschema.protocols import Validator
 from pydantic import BaseModel, ConfigDict, Field
 
+from gateway.approvals.gate import ApprovalGate
 from gateway.context import TaskContext
-from gateway.errors import GatewayError, InvalidArguments
+from gateway.errors import GatewayError, InvalidArguments, ServerUnavailable
 from gateway.pii.tokenizer import PiiTokenizer
 from gateway.telemetry import audit
 from gateway.telemetry.metrics import UNKNOWN_LABEL, GatewayMetrics
@@ -23,7 +24,13 @@ from gateway.usage import UsageMeter
 
 
 class CallRequest(BaseModel):
+    """`callId`: the caller's own id for this call, 8 to 64 of `A-Z a-z 0-9 - _`: a call held for approval is waited
+    for, and sent again once approved, under it (docs/approvals.md)."""
+
+    model_config = ConfigDict(populate_by_name=True)
+
     arguments: dict[str, Any] = Field(default_factory=dict)
+    call_id: str | None = Field(default=None, alias="callId", pattern=r"^[A-Za-z0-9_-]{8,64}$")
 
 
 class CallResult(BaseModel):
@@ -71,8 +78,10 @@ class ToolCaller:
         tokenizer: PiiTokenizer,
         usage: UsageMeter,
         metrics: GatewayMetrics,
+        approvals: ApprovalGate,
     ) -> None:
         self._catalog = catalog
+        self._approvals = approvals
         self._upstreams = upstreams
         self._tokenizer = tokenizer
         self._usage = usage
@@ -97,7 +106,7 @@ class ToolCaller:
             definition = await self._catalog.tool(ctx, server, tool)
             labels = (server, tool)
             try:
-                result = await self._call(ctx, server, tool, definition, request.arguments)
+                result = await self._call(ctx, server, tool, definition, request)
             except GatewayError as exc:  # from here on a message may hold what the vault put into the arguments
                 exc.message = await self._tokenizer.tokenize(ctx, exc.message)
                 raise
@@ -112,16 +121,28 @@ class ToolCaller:
             audit.record(ctx, "call", f"{server}/{tool}", elapsed, outcome)
 
     async def _call(
-        self, ctx: TaskContext, server: str, tool: str, definition: types.Tool, arguments: dict[str, Any]
+        self, ctx: TaskContext, server: str, tool: str, definition: types.Tool, request: CallRequest
     ) -> CallResult:
+        arguments = request.arguments
         real = await self._tokenizer.detokenize(ctx, arguments)
         check = self._check(server, tool, definition.input_schema)
         problems = [] if check.surely_valid(real) else _schema_errors(check.validator, real, arguments)
         if problems:
             raise InvalidArguments(f"arguments do not match {server}/{tool}'s inputSchema: " + "; ".join(problems))
+        spec = self._catalog.spec(ctx, server)
+        approved = None
+        if spec is not None and self._approvals.asks(ctx, server, definition, spec):
+            approved = await self._approvals.admit(ctx, server, tool, real, arguments, request.call_id)
         connection = self._upstreams.connection(ctx.scope, self._catalog.server_key(ctx, server))
         self._usage.of(ctx.scope).tool_calls += 1
-        result = await connection.call_tool(tool, real, wait=0 if connection.failing else self._upstreams.connect_wait)
+        try:
+            result = await connection.call_tool(
+                tool, real, wait=0 if connection.failing else self._upstreams.connect_wait
+            )
+        except ServerUnavailable:
+            if approved is not None:  # never sent: the approval stands for the caller's next try
+                await self._approvals.untake(ctx, approved, request.call_id)
+            raise
         dumped = result.model_dump(by_alias=True, exclude_none=True, mode="json")
         answer = {"content": dumped.get("content", []), "isError": bool(dumped.get("isError"))}
         if "structuredContent" in dumped:

@@ -13,6 +13,7 @@ from typing import Annotated, ClassVar, Literal, Self
 from pydantic import Field, StrictInt, model_validator
 
 from mcpexec.api.agenttask import MAX_TASK_NAME, AgentTask, PoolRef
+from mcpexec.api.approval import ApprovalPolicy
 from mcpexec.api.egress import EgressPolicy
 from mcpexec.api.meta import API_VERSION, Resource, SpecModel
 from mcpexec.api.sandbox import ToolPolicy
@@ -45,6 +46,8 @@ class AgentSessionSpec(SpecModel):
     tools: ToolPolicy = Field(default_factory=ToolPolicy)
     # Narrower than the pool's template, or none (then the template's egress).
     egress: EgressPolicy | None = None
+    # Adds to the pool template's calls that need a person's approval, never removes any.
+    approval: ApprovalPolicy = Field(default_factory=ApprovalPolicy)
 
     @model_validator(mode="after")
     def _idle_within_lifetime(self) -> Self:
@@ -76,6 +79,7 @@ def session_task(document: dict[str, object], pool_servers: list[str], pool_egre
                 "mcpServers": pool_servers if spec.mcp_servers is None else spec.mcp_servers,
                 "tools": spec.tools.model_dump(),
                 "egress": (pool_egress if spec.egress is None else spec.egress).model_dump(),
+                "approval": spec.approval.model_dump(),
                 "timeoutSeconds": spec.max_lifetime_seconds,
             },
         }

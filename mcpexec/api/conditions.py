@@ -33,6 +33,7 @@ class ConditionType(StrEnum):
     SUCCEEDED = "Succeeded"  # the run-to-completion kind: AgentTask
     RECONCILING = "Reconciling"  # kstatus: InProgress
     STALLED = "Stalled"  # kstatus: Failed
+    AWAITING_APPROVAL = "AwaitingApproval"  # AgentTask, AgentSession: calls held for a person (written by the gateway)
 
 
 # metav1.Condition's own bounds (the CRDs' schema has them too).

@@ -6,6 +6,7 @@ from typing import Annotated, Literal, Self
 
 from pydantic import Field, model_validator
 
+from mcpexec.api.approval import ServerApproval
 from mcpexec.api.meta import Dns1123Label, Resource, SpecModel
 from mcpexec.api.pii import PiiDeclaration
 
@@ -38,6 +39,8 @@ class MCPServerSpec(SpecModel):
     denied_tools: list[Annotated[str, Field(min_length=1, max_length=253)]] = Field(
         default_factory=list, alias="deniedTools", max_length=64
     )
+    # Tools (globs over the tool's name) whose every call a person must approve, whatever a task asks for.
+    approval: ServerApproval = Field(default_factory=ServerApproval)
 
     @model_validator(mode="after")
     def _transport_fields(self) -> Self:

@@ -1,6 +1,6 @@
 """What shapes a sandbox and bounds what its code may do, shared by an AgentTask's spec and a SandboxPool's
 template: the RuntimeClass, resources and skills volume (the pod), and the servers, tool policy and PII additions
-(enforced by the gateway).
+(enforced by the gateway), and the calls a person must approve.
 """
 
 from __future__ import annotations
@@ -10,6 +10,7 @@ from typing import Annotated, Self
 from kubernetes.utils.quantity import parse_quantity
 from pydantic import Field, StrictBool, model_validator
 
+from mcpexec.api.approval import ApprovalPolicy
 from mcpexec.api.egress import EgressPolicy
 from mcpexec.api.meta import DNS1123_LABEL, Dns1123Label, Quantity, SpecModel, quantity_within
 from mcpexec.api.pii import TaskPii
@@ -85,6 +86,8 @@ class SandboxPolicy(SpecModel):
     tools: ToolPolicy = Field(default_factory=ToolPolicy)
     pii: TaskPii = Field(default_factory=TaskPii)
     egress: EgressPolicy = Field(default_factory=EgressPolicy)
+    # Calls a person must approve, added to what the admin and the servers' owners ask for (never taken away).
+    approval: ApprovalPolicy = Field(default_factory=ApprovalPolicy)
 
 
 class SandboxTemplate(SandboxPolicy):

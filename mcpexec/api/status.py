@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from mcpexec.api.agentsession import SessionPhase
 from mcpexec.api.agenttask import Phase
+from mcpexec.api.approval import ApprovalsStatus
 from mcpexec.api.conditions import Condition
 from mcpexec.api.result import RuntimeResult
 from mcpexec.api.sandboxpool import Claim, LaunchType
@@ -64,6 +65,7 @@ class AgentTaskStatus(Status):
     usage: Usage | None = None
     report: TaskReport | None = None
     children_deleted_at: str | None = Field(default=None, alias="childrenDeletedAt")
+    approvals: ApprovalsStatus | None = None
 
     @property
     def finished(self) -> bool:
@@ -94,6 +96,7 @@ class AgentSessionStatus(Status):
     expires_at: str | None = Field(default=None, alias="expiresAt")
     last_activity: str | None = Field(default=None, alias="lastActivity")
     usage: SessionUsage | None = None
+    approvals: ApprovalsStatus | None = None
 
 
 class ToolSummary(BaseModel):

@@ -207,6 +207,15 @@ def test_gateway_resolves_tokens_with_the_charts_rbac_only(
     # The task's own sandbox's result, recorded as its status.report (agenttasks/status: patch).
     assert asyncio.run(KubeTaskReports(directory).record(context, RuntimeResult(phase="Succeeded", result="rbac")))
     assert task_status(namespace, "caller")["report"]["result"] == "rbac"
+    # Held calls' status (status.approvals, written guarded by the resourceVersion read) and their Events.
+    document = directory.resource(AGENTTASK_PLURAL, namespace, "caller")
+    body = {"metadata": {"resourceVersion": document["metadata"]["resourceVersion"]},
+            "status": {"approvals": {"pending": [], "count": 0, "revision": 1}}}  # fmt: skip
+    directory.patch_status(AGENTTASK_PLURAL, namespace, "caller", body, 10)
+    assert task_status(namespace, "caller")["approvals"]["revision"] == 1
+    event = {"metadata": {"generateName": "caller."}, "reason": "ApprovalRequested", "message": "rbac",
+             "involvedObject": {"kind": "AgentTask", "name": "caller", "namespace": namespace}}  # fmt: skip
+    directory.create_event(namespace, event)
     # The claim indexes: every AgentTask and AgentSession listed, then watched (a 403 would raise here).
     for plural in (AGENTTASK_PLURAL, AGENTSESSION_PLURAL):
         claims = ClaimIndex(directory, plural)

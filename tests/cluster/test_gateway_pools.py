@@ -24,6 +24,8 @@ import httpx
 import pytest
 from kubernetes import client, config
 
+from gateway.approvals.redis_holds import RedisHolds
+from gateway.cluster.approval_status import ApprovalStatusWriter
 from gateway.cluster.auth import ClusterAuthenticator
 from gateway.cluster.claims import ClaimEntry, ClaimIndex
 from gateway.cluster.directory import KubeDirectory
@@ -77,7 +79,8 @@ class ClusterGateway:
         redis_url: str | None = None,
         reports_directory: KubeDirectory | None = None,
     ) -> None:
-        """`redis_url`: share sessions' executions with other replicas there (else this process keeps them);
+        """`redis_url`: share sessions' executions and held calls with other replicas there (else this process keeps
+        the executions, and holds no calls);
         `reports_directory`: where tasks' result reports are written (else the API server everything else uses)."""
         self.redis_url = redis_url
         self.directory = KubeDirectory(config.new_client_from_config(config_file=str(cluster.kubeconfig)))
@@ -110,8 +113,10 @@ class ClusterGateway:
                 execution_store=None if self.redis_url is None else RedisExecutionStore(self.redis_url),
                 assigner=self.auth,
                 task_reports=self.reports,
+                approval_holds=None if self.redis_url is None else RedisHolds(self.redis_url),
             )
         )
+        self._core.approvals.notices = ApprovalStatusWriter(self.directory, self._core.approvals)
         await self._core.start()
         self._http = BackgroundServer(create_app(self._core), port=self.port)
         await self._http.start()

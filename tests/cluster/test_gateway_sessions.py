@@ -86,7 +86,12 @@ class SessionsGateway(ClusterGateway):
 
 def _session_user_role() -> str:
     """The chart's session-user ClusterRole, created as rendered; its name."""
-    role = next(d for d in render() if d["kind"] == "ClusterRole" and d["metadata"]["name"].endswith("-session-user"))
+    return chart_cluster_role("-session-user")
+
+
+def chart_cluster_role(suffix: str) -> str:
+    """The chart's ClusterRole whose name ends with `suffix`, created as rendered; its name."""
+    role = next(d for d in render() if d["kind"] == "ClusterRole" and d["metadata"]["name"].endswith(suffix))
     try:
         client.RbacAuthorizationV1Api().create_cluster_role(role)
     except ApiException as exc:

@@ -15,11 +15,14 @@ def make_task(
     pii: dict[str, Any] | None = None,
     namespace: str = "default",
     model: str | None = None,
+    approval: list[str] | None = None,
 ) -> AgentTask:
     spec: dict[str, Any] = {"mcpServers": servers, "tools": {"allow": allow or [], "deny": deny or []}}
     spec |= {"prompt": "test", "model": model} if model else {"code": "print('test')"}
     if pii is not None:
         spec["pii"] = pii
+    if approval is not None:
+        spec["approval"] = {"tools": approval}
     return parse_agenttask(
         {
             "apiVersion": "mcpexec.dev/v1alpha1",

@@ -1,4 +1,4 @@
-"""The gateway's door for people: the execute API and the MCP front door, on a port of its own.
+"""The gateway's door for people: the execute API, the approval API and the MCP front door, on a port of its own.
 
 Sandboxes reach the gateway's sandbox port only (their NetworkPolicy allows nothing else), so nothing here is a way
 around a sandbox's own policy: a sandbox holds no user's token, and cannot reach this listener. The chart's
@@ -7,12 +7,13 @@ NetworkPolicy for the gateway admits this port from anywhere but sandbox pods.
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Literal
 
-from fastapi import FastAPI, Header, Query, Request
+from fastapi import FastAPI, Header, Path, Query, Request
 from fastapi.responses import JSONResponse, Response, StreamingResponse
 from starlette.types import Receive, Scope, Send
 
+from gateway.cluster.people.approvals import ClusterApprovals
 from gateway.cluster.people.front_door import PREFIX, ClusterFrontDoor
 from gateway.cluster.people.sessions import ClusterSessions
 from gateway.executions.errors import ExecutionError, ExecutionPending
@@ -26,12 +27,14 @@ from gateway.executions.models import (
 from gateway.web.app import gateway_app
 from gateway.web.auth import Credentials
 from gateway.web.error_responses import ERROR_RESPONSES
+from mcpexec.api.approval import DIGEST_PATTERN, Decision, DecisionAnswer, PendingAnswer
 
 NDJSON = "application/x-ndjson"
 # The execution's id, on every answer about one: to re-attach to it (GET EXECUTION_PATH), or, sent by the caller, the
 # id it chose for it (an execution sent again with the same id and code is the same one: never run twice).
 EXECUTION_ID_HEADER = "Mcpexec-Execution-Id"
 EXECUTION_PATH = "/v1/sessions/{namespace}/{name}/executions/{execution_id}"
+APPROVALS_PATH = "/v1/approvals/{namespace}/{kind}/{name}"
 _EXECUTION_RESPONSES = {
     **ERROR_RESPONSES,
     202: {"model": ExecutionStatus, "description": "No outcome for this caller yet: the execution's state"},
@@ -50,8 +53,10 @@ def _status(status: ExecutionStatus, code: int, headers: dict[str, str]) -> JSON
     return JSONResponse(body, status_code=code, headers=headers)
 
 
-def create_sessions_app(sessions: ClusterSessions) -> FastAPI:
-    app = gateway_app(sessions.core, "mcpexec sessions", "AgentSessions for people: the execute API.")
+def create_sessions_app(sessions: ClusterSessions, approvals: ClusterApprovals) -> FastAPI:
+    app = gateway_app(
+        sessions.core, "mcpexec sessions", "For people: the execute API over AgentSessions, the approval API."
+    )
 
     @app.exception_handler(ExecutionError)
     async def _execution_error(request: Request, exc: ExecutionError) -> JSONResponse:
@@ -123,16 +128,41 @@ def create_sessions_app(sessions: ClusterSessions) -> FastAPI:
         status = await sessions.status(token, namespace, name, execution_id)
         return _status(status, 202 if status.state in ("waiting", "running") else 200, _headers(execution_id))
 
+    @app.get(APPROVALS_PATH, responses=ERROR_RESPONSES)
+    async def pending(
+        kind: Literal["agenttasks", "agentsessions"], namespace: str, name: str, credentials: Credentials
+    ) -> PendingAnswer:
+        """The calls of an AgentTask or AgentSession held for a person's approval, their arguments tokenized (as
+        the caller: `get` on the resource)."""
+        token = None if credentials is None else credentials.credentials
+        return await approvals.pending(token, kind, namespace, name)
+
+    @app.post(f"{APPROVALS_PATH}/{{digest}}", responses=ERROR_RESPONSES)
+    async def decide(
+        kind: Literal["agenttasks", "agentsessions"],
+        namespace: str,
+        name: str,
+        digest: Annotated[str, Path(pattern=DIGEST_PATTERN)],
+        decision: Decision,
+        credentials: Credentials,
+    ) -> DecisionAnswer:
+        """Approve or deny one held call, named by its digest (as the caller: `create` on `<kind>/approve` for
+        that name): approved, it runs once; denied, never. 404: no such held call of that resource; 409
+        `already_decided`: it was decided (or expired) before."""
+        token = None if credentials is None else credentials.credentials
+        return await approvals.decide(token, kind, namespace, name, digest, decision)
+
     return app
 
 
 class SessionsServer:
-    """The execute API and the MCP front door as one ASGI app (the front door's lifespan runs the SDK's MCP-session
-    manager and the registry's reaper)."""
+    """The execute API, the approval API and the MCP front door as one ASGI app (the front door's lifespan runs the
+    SDK's MCP-session manager and the registry's reaper)."""
 
     def __init__(self, sessions: ClusterSessions) -> None:
         self.front_door = ClusterFrontDoor(sessions)
-        self._api = create_sessions_app(sessions)
+        approvals = ClusterApprovals(sessions.core.approvals, sessions.directory, sessions.users)
+        self._api = create_sessions_app(sessions, approvals)
         self._mcp = self.front_door.app()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:

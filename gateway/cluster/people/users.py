@@ -4,7 +4,8 @@ The caller is whoever the API server says their bearer token is (TokenReview wit
 the token `kubectl` uses; never the sandboxes' audience), and may do what a SubjectAccessReview says they may, as
 `kubectl exec` is authorized by `create` on `pods/exec`: `create` on `agentsessions/exec` (group mcpexec.dev) for
 that session in its namespace runs code in it; `create` on `agentsessions` (and on `agentsessions/exec`) opens one
-through the MCP front door. A refusal is 401 (no such user) or 403 (no such right); nothing is cached but the
+through the MCP front door; `create` on `agenttasks/approve` or `agentsessions/approve` answers its held calls
+(docs/approvals.md). A refusal is 401 (no such user) or 403 (no such right); nothing is cached but the
 TokenReview, briefly.
 """
 
@@ -54,9 +55,18 @@ class SessionUsers:
         self._users[key] = (user, time.time() + self._cache_seconds)
         return dict(user)
 
-    async def require(self, user: User, verb: str, namespace: str, name: str = "", subresource: str = "") -> None:
-        """Forbidden unless the SubjectAccessReview allows `verb` on agentsessions[/subresource] [name] there."""
-        attributes = {"verb": verb, "group": GROUP, "resource": AGENTSESSION_PLURAL, "namespace": namespace}
+    async def require(
+        self,
+        user: User,
+        verb: str,
+        namespace: str,
+        name: str = "",
+        subresource: str = "",
+        resource: str = AGENTSESSION_PLURAL,
+    ) -> None:
+        """Forbidden unless the SubjectAccessReview allows `verb` on resource[/subresource] [name] there (the
+        resource: agentsessions unless said)."""
+        attributes = {"verb": verb, "group": GROUP, "resource": resource, "namespace": namespace}
         attributes |= {"name": name} if name else {}
         attributes |= {"subresource": subresource} if subresource else {}
         try:
@@ -64,6 +74,6 @@ class SessionUsers:
         except ApiException as exc:
             raise Forbidden(f"cannot check your access (apiserver answered {exc.status})") from None
         if not allowed:
-            what = f"{AGENTSESSION_PLURAL}{'/' + subresource if subresource else ''}"
+            what = f"{resource}{'/' + subresource if subresource else ''}"
             target = f" {name!r}" if name else ""
             raise Forbidden(f"{user.get('username')} may not {verb} {what}{target} in namespace {namespace}")

@@ -1,0 +1,248 @@
+"""Held calls in Redis, shared by the gateway's replicas: a call held by one may be approved through another, and the
+sandbox's wait for the decision may reach any.
+
+Per task (its scope: namespace/name/uid), one hash per held call, keyed by the call's digest (state, the caller's
+call id, tool, tokenized preview, since, deadline, approver, reason), a stream of its decision (a waiter blocks on
+it: no polling), the call id's digest (so a sandbox waits on its own call id, never on a digest it cannot compute),
+a sorted set of the pending digests, and a revision counter of the pending set (status writes never go back).
+
+Every state change is one Lua script:
+- `hold`: a new call is held `pending`; the same call (same call id) asking again learns its state, and an
+  `approved` one is taken: `ran`, once, by that call id only (the caller then runs it). A `denied` digest stays denied
+  for the task's life: the same exact call asked again is refused at once (its call id then reads the denial). An
+  identical call from another call id while one is held is `busy`.
+- `decide`: `pending` -> `approved` or `denied`, only from pending and only before the deadline (then `expired`).
+An approval names one digest of one task; nothing else reads it. Keys expire RETENTION_SECONDS after the deadline.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Awaitable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Literal, TypeVar, cast
+
+from redis.exceptions import RedisError
+
+from gateway.approvals.held_calls import HeldCall
+from gateway.errors import ApprovalStoreUnavailable
+from gateway.redis_client import connect
+from mcpexec.api.approval import MAX_PENDING_SHOWN, PendingCall
+from mcpexec.api.timestamps import format_time
+
+T = TypeVar("T")
+PREFIX = "mcpexec:approval"
+# Kept past the deadline so that a late wait or a late answer learns what became of the call.
+RETENTION_SECONDS = 3600
+# A blocking read waits at most this long per round trip, so a connection that broke silently is found out.
+_BLOCK_SECONDS = 10.0
+
+HoldState = Literal["held", "pending", "run", "ran", "denied", "expired", "busy", "mismatch"]
+State = Literal["pending", "approved", "denied", "expired", "ran"]
+
+_HOLD = """
+local bound = redis.call('GET', KEYS[2])
+if bound and bound ~= ARGV[1] then return {'mismatch'} end
+local state = redis.call('HGET', KEYS[1], 'state')
+local owner = redis.call('HGET', KEYS[1], 'callId')
+local now = tonumber(ARGV[7])
+if state == 'pending' and tonumber(redis.call('HGET', KEYS[1], 'deadline')) <= now then
+  redis.call('HSET', KEYS[1], 'state', 'expired')
+  redis.call('ZREM', KEYS[3], ARGV[1])
+  redis.call('INCR', KEYS[4])
+  redis.call('XADD', KEYS[5], '*', 'state', 'expired')
+  redis.call('EXPIRE', KEYS[5], ARGV[8])
+  return {'expired'}
+end
+if state == 'denied' or state == 'expired' then
+  redis.call('SET', KEYS[2], ARGV[1], 'EX', ARGV[8])
+  return {state, redis.call('HGET', KEYS[1], 'reason') or ''}
+end
+if state == 'pending' then
+  if owner == ARGV[2] then return {'pending'} end
+  return {'busy'}
+end
+if state == 'approved' then
+  if owner ~= ARGV[2] then return {'busy'} end
+  redis.call('HSET', KEYS[1], 'state', 'ran')
+  return {'run'}
+end
+if state == 'ran' and owner == ARGV[2] then return {'ran'} end
+redis.call('DEL', KEYS[1], KEYS[5])
+redis.call('HSET', KEYS[1], 'state', 'pending', 'callId', ARGV[2], 'tool', ARGV[3], 'preview', ARGV[4],
+  'since', ARGV[5], 'deadline', ARGV[6])
+redis.call('SET', KEYS[2], ARGV[1])
+redis.call('ZADD', KEYS[3], ARGV[5], ARGV[1])
+redis.call('INCR', KEYS[4])
+for i = 1, 4 do redis.call('EXPIRE', KEYS[i], ARGV[8]) end
+return {'held'}
+"""
+# A call taken to run that never reached its server (not connected): approved again, for the same call id only.
+_UNTAKE = """
+if redis.call('HGET', KEYS[1], 'state') == 'ran' and redis.call('HGET', KEYS[1], 'callId') == ARGV[1] then
+  redis.call('HSET', KEYS[1], 'state', 'approved')
+end
+return 1
+"""
+_DECIDE = """
+local state = redis.call('HGET', KEYS[1], 'state')
+if not state then return {'missing'} end
+if state ~= 'pending' then return {'decided', state, redis.call('HGET', KEYS[1], 'tool')} end
+local decision = ARGV[2]
+if tonumber(redis.call('HGET', KEYS[1], 'deadline')) <= tonumber(ARGV[5]) then decision = 'expired' end
+redis.call('HSET', KEYS[1], 'state', decision, 'approver', ARGV[3], 'reason', ARGV[4], 'decidedAt', ARGV[5])
+redis.call('ZREM', KEYS[2], ARGV[1])
+redis.call('INCR', KEYS[3])
+redis.call('XADD', KEYS[4], '*', 'state', decision)
+redis.call('EXPIRE', KEYS[4], redis.call('TTL', KEYS[1]))
+if decision == 'expired' then return {'decided', 'expired', redis.call('HGET', KEYS[1], 'tool')} end
+return {'ok', decision, redis.call('HGET', KEYS[1], 'tool')}
+"""
+
+
+@dataclass(frozen=True)
+class Hold:
+    """What `hold` found: `held` (new), `pending`, `run` (approved: taken now, run it), `ran` (taken before),
+    `denied` (with the approver's reason), `expired`, `busy` (the identical call is held for another call id),
+    `mismatch` (the call id names another call)."""
+
+    state: HoldState
+    reason: str = ""
+
+
+@dataclass(frozen=True)
+class Record:
+    """A held call as the store has it."""
+
+    digest: str
+    state: State
+    tool: str
+    since: float
+    deadline: float
+    approver: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class Decided:
+    """What `decide` did: `ok` (this answer decided it), `decided` (it was already, `state` says how), `missing`."""
+
+    outcome: Literal["ok", "decided", "missing"]
+    state: State | None = None
+    tool: str = ""
+
+
+class RedisHolds:
+    def __init__(self, url: str, connect_timeout_seconds: float = 2.0) -> None:
+        self._redis = connect(
+            url,
+            socket_timeout=_BLOCK_SECONDS + 5,
+            socket_connect_timeout=connect_timeout_seconds,
+            decode_responses=True,
+        )
+        self._hold = self._redis.register_script(_HOLD)
+        self._decide = self._redis.register_script(_DECIDE)
+        self._untake = self._redis.register_script(_UNTAKE)
+
+    @staticmethod
+    def _keys(scope: str, digest: str) -> tuple[str, str, str, str]:
+        """The call's hash, its decision stream, the scope's pending set and revision."""
+        held = f"{PREFIX}:held:{scope}:{digest}"
+        return held, f"{held}:ev", f"{PREFIX}:pending:{scope}", f"{PREFIX}:rev:{scope}"
+
+    async def hold(self, scope: str, call: HeldCall, call_id: str, deadline: float) -> Hold:
+        held, events, pending, revision = self._keys(scope, call.digest)
+        now = time.time()
+        ttl = max(1, int(deadline - now) + RETENTION_SECONDS)
+        keys = [held, f"{PREFIX}:call:{scope}:{call_id}", pending, revision, events]
+        args: list[str | int] = [
+            call.digest,
+            call_id,
+            call.tool,
+            call.preview,
+            repr(now),
+            repr(deadline),
+            repr(now),
+            ttl,
+        ]
+        answer = cast(list[str], await _call(self._hold(keys=keys, args=args)))
+        return Hold(cast(HoldState, answer[0]), answer[1] if len(answer) > 1 else "")
+
+    async def untake(self, scope: str, digest: str, call_id: str) -> None:
+        """The call `hold` let run did not reach its server: approved again, for `call_id` only."""
+        await _call(self._untake(keys=[self._keys(scope, digest)[0]], args=[call_id]))
+
+    async def decide(self, scope: str, digest: str, approve: bool, approver: str, reason: str) -> Decided:
+        held, events, pending, revision = self._keys(scope, digest)
+        args = [digest, "approved" if approve else "denied", approver, reason, repr(time.time())]
+        answer = cast(list[str], await _call(self._decide(keys=[held, pending, revision, events], args=args)))
+        if answer[0] == "missing":
+            return Decided("missing")
+        return Decided(cast(Literal["ok", "decided"], answer[0]), cast(State, answer[1]), answer[2] or "")
+
+    async def record(self, scope: str, digest: str) -> Record | None:
+        fields = cast(dict[str, str], await _call(self._redis.hgetall(self._keys(scope, digest)[0])))
+        if not fields.get("state"):
+            return None
+        return Record(
+            digest=digest,
+            state=cast(State, fields["state"]),
+            tool=fields.get("tool", ""),
+            since=float(fields.get("since", 0)),
+            deadline=float(fields.get("deadline", 0)),
+            approver=fields.get("approver", ""),
+            reason=fields.get("reason", ""),
+        )
+
+    async def digest_of(self, scope: str, call_id: str) -> str | None:
+        return cast(str | None, await _call(self._redis.get(f"{PREFIX}:call:{scope}:{call_id}")))
+
+    async def wait(self, scope: str, digest: str, seconds: float) -> Record | None:
+        """The held call once it is no longer pending, or as it is after `seconds` (or at its deadline, then
+        expired); None if there is no such call. Waits on its decision stream, a round trip per _BLOCK_SECONDS."""
+        give_up = time.monotonic() + seconds
+        while True:
+            record = await self.record(scope, digest)
+            if record is None or record.state != "pending":
+                return record
+            if record.deadline <= time.time():
+                await self.decide(scope, digest, False, "", "")  # past its deadline: `decide` makes it expired
+                return await self.record(scope, digest)
+            left = min(give_up - time.monotonic(), record.deadline - time.time(), _BLOCK_SECONDS)
+            if left <= 0:
+                return record
+            events = self._keys(scope, digest)[1]
+            await _call(self._redis.xread({events: "0"}, count=1, block=max(1, int(left * 1000))))
+
+    async def pending(self, scope: str) -> tuple[list[PendingCall], int, int]:
+        """The scope's held calls (the oldest MAX_PENDING_SHOWN), how many there are, and the set's revision."""
+        _held, _events, pending, revision = self._keys(scope, "")
+        async with self._redis.pipeline(transaction=True) as pipe:
+            pipe.zrange(pending, 0, MAX_PENDING_SHOWN - 1)
+            pipe.zcard(pending)
+            pipe.get(revision)
+            digests, count, rev = await _call(pipe.execute())
+        shown = []
+        for digest in digests:
+            fields = cast(dict[str, str], await _call(self._redis.hgetall(self._keys(scope, digest)[0])))
+            if fields.get("state") == "pending":
+                shown.append(
+                    PendingCall(
+                        tool=fields["tool"],
+                        digest=digest,
+                        arguments=fields["preview"],
+                        since=format_time(datetime.fromtimestamp(float(fields["since"]), UTC)),
+                    )
+                )
+        return shown, int(count), int(rev or 0)
+
+    async def close(self) -> None:
+        await self._redis.aclose()
+
+
+async def _call(awaitable: Awaitable[T]) -> T:
+    try:
+        return await awaitable
+    except RedisError as exc:
+        raise ApprovalStoreUnavailable(f"the approval store (Redis) cannot be reached: {type(exc).__name__}") from None
