@@ -14,7 +14,7 @@ log = logging.getLogger(__name__)
 
 class OneAtATime:
     def __init__(self, stripes: int = 64) -> None:
-        self._locks = [threading.Lock() for _ in range(stripes)]
+        self._locks = [threading.RLock() for _ in range(stripes)]
         self._queued: set[Hashable] = set()
         self._guard = threading.Lock()
 
@@ -24,6 +24,12 @@ class OneAtATime:
             return False
         self._locked(key, work)
         return True
+
+    def exclusive(self, key: Hashable, work: Callable[[], None]) -> None:
+        """Run `work` under `key`'s lock, never folded: other work than the runs folded under the key (a task's launch,
+        which its syncs wait for instead of racing its status writes into conflicts). Re-entrant: `work` may run()."""
+        with self._locks[hash(key) % len(self._locks)]:
+            work()
 
     def soon(self, key: Hashable, work: Callable[[], None], executor: Executor) -> None:
         """run() on one of `executor`'s threads, folded before it takes one; what it raises is logged (nobody waits

@@ -159,7 +159,13 @@ def reconcile(cluster: Cluster, settings: OperatorSettings, document: dict[str, 
     """Run the task once: refused (for now or for good), finished without running (its name already ran), or its
     sandbox started (a Job of its own, or a claimed pool sandbox). Restart-safe at every step: the launch decision
     (the name's run record) is taken before anything is launched, and a task that took it already adopts what it
-    launched (controller/leftovers.py); a task whose status names its Job or sandbox is never launched again."""
+    launched (controller/leftovers.py); a task whose status names its Job or sandbox is never launched again. Its
+    syncs (its Job's and pod's events) wait until it is done."""
+    meta = document["metadata"]
+    _SYNCS.exclusive((meta["namespace"], meta["name"]), lambda: _reconcile(cluster, settings, document))
+
+
+def _reconcile(cluster: Cluster, settings: OperatorSettings, document: dict[str, Any]) -> None:
     meta = document["metadata"]
     namespace, name = meta["namespace"], meta["name"]
     status = AgentTaskStatus.of(document)

@@ -51,3 +51,27 @@ def test_asks_folded_before_they_take_a_thread() -> None:
     while "after a failure" not in runs and not deadline.wait(0.01):
         pass
     assert runs == ["first", "after a failure"]
+
+
+def test_exclusive_work_is_never_folded_and_its_key_waits_for_it() -> None:
+    serial = OneAtATime()
+    runs: list[str] = []
+    inside, release = threading.Event(), threading.Event()
+
+    def launch() -> None:
+        serial.run("task", lambda: runs.append("sync from the launch"))  # re-entrant on its own thread
+        inside.set()
+        release.wait(5)
+        runs.append("launch")
+
+    launching = threading.Thread(target=serial.exclusive, args=("task", launch))
+    launching.start()
+    inside.wait(5)
+    syncing = threading.Thread(target=serial.run, args=("task", lambda: runs.append("sync")))
+    syncing.start()
+    while not serial._queued:  # the sync waits for the launch
+        threading.Event().wait(0.01)
+    release.set()
+    launching.join(5)
+    syncing.join(5)
+    assert runs == ["sync from the launch", "launch", "sync"]
