@@ -133,7 +133,7 @@ def gateway_process(
     """A gateway process on `uds` or `port` admitting `token` as `task`; stopped on exit if still up."""
     ready, log = root / f"{name}.ready", root / f"{name}.log"
     command = [sys.executable, "-m", "tests.integration.runtime.gateway_process", "--task", task]
-    command += ["--token", token, "--record", str(record), "--ready-file", str(ready)]
+    command += [f"--token={token}", "--record", str(record), "--ready-file", str(ready)]
     command += ["--uds", str(uds)] if uds is not None else ["--port", str(port)]
     command += ["--keep-alive", str(keep_alive)]
     command += ["--listen-when", str(listen_when)] if listen_when is not None else []
