@@ -4,19 +4,26 @@ any size is checked here; how fast is the bench's to say, never asserted."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
-from tests.support.scale_cluster import simulated_cluster
+from tests.support.scale_cluster import Simulated, simulated_cluster
+from tests.support.scale_kill import killed_mid_claims
 from tests.support.scale_scenarios import CI, run_all
 
 
 @pytest.fixture(scope="module")
-def report() -> dict[str, Any]:
+def sim() -> Iterator[Simulated]:
+    with simulated_cluster(CI.nodes) as cluster:
+        yield cluster
+
+
+@pytest.fixture(scope="module")
+def report(sim: Simulated) -> dict[str, Any]:
     figures: dict[str, Any] = {}
-    with simulated_cluster(CI.nodes) as sim:
-        run_all(sim, CI, figures.__setitem__)
+    run_all(sim, CI, figures.__setitem__)
     return figures
 
 
@@ -48,3 +55,16 @@ def test_a_steady_mix_never_runs_a_reapplied_finished_task_again(report: dict[st
     assert mix["reapplied_ran_again"] == 0, mix
     assert mix["reapplied_refused"] == mix["reapplied"], mix
     assert mix["operator_errors"] == 0, mix["operator_error_samples"]
+
+
+def test_an_operator_killed_mid_claims_finishes_them_after_a_restart_and_does_none_twice(
+    report: dict[str, Any], sim: Simulated
+) -> None:
+    """SIGKILL mid-burst: the store, the pending starts and the watches die with it; the restarted operator reads the
+    API server again (a task's claim made but not yet in its status is adopted, a claimed sandbox no status names is
+    deleted)."""
+    killed = killed_mid_claims(sim, CI)
+    assert 0 < killed["launched_before_the_kill"] < CI.warm_claims, "the kill landed mid-burst"
+    assert killed["sandboxes_claimed_by_two_tasks"] == 0, killed
+    assert killed["tasks_with_a_sandbox_and_a_job"] == 0, killed
+    assert killed["operator_errors"] == 0, killed["operator_error_samples"]

@@ -338,7 +338,7 @@ def cold_burst(sim: Simulated, operator: Operator, size: Size, floor: dict[str, 
         tasks.stop()
 
 
-def _pool(name: str, replicas: int) -> dict[str, Any]:
+def sandbox_pool(name: str, replicas: int) -> dict[str, Any]:
     return {
         "apiVersion": f"{GROUP}/{VERSION}",
         "kind": "SandboxPool",
@@ -401,7 +401,7 @@ def warm(sim: Simulated, operator: Operator, size: Size) -> dict[str, Any]:
     started = time.monotonic()
     for namespace in spaces:
         custom.create_namespaced_custom_object(
-            GROUP, VERSION, namespace, SANDBOXPOOL_PLURAL, _pool("pool", size.pool_replicas)
+            GROUP, VERSION, namespace, SANDBOXPOOL_PLURAL, sandbox_pool("pool", size.pool_replicas)
         )
     fill = idle.wait_for(total, timeout=600)
     result: dict[str, Any] = {
@@ -483,7 +483,7 @@ def steady_mix(sim: Simulated, operator: Operator, size: Size) -> dict[str, Any]
     name ran: it must be refused, never run again)."""
     [namespace] = namespaces(1, "steady")
     custom = client.CustomObjectsApi()
-    custom.create_namespaced_custom_object(GROUP, VERSION, namespace, SANDBOXPOOL_PLURAL, _pool("pool", 20))
+    custom.create_namespaced_custom_object(GROUP, VERSION, namespace, SANDBOXPOOL_PLURAL, sandbox_pool("pool", 20))
     tasks, jobs = task_watch(launched), JobWatch()
     finished = task_watch(_finished)
     window = Window(sim, operator).start()
