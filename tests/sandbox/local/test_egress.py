@@ -8,15 +8,24 @@ tests (tests/integration/egress/): MCPEXEC_EGRESS_RESOLVE, and MCPEXEC_EGRESS_AL
 
 from __future__ import annotations
 
+import asyncio
 import json
+import os
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
+from mcp.client import Client
+from mcp.client.stdio import StdioServerParameters
 
 from mcpexec.api.mcpserver import MCPServerSpec
 from mcpexec.local.run import TaskError
 from tests.sandbox.local.conftest import run_code
+from tests.sandbox.local.test_serve import execute, serve_command
+from tests.support.components import REPO
 from tests.support.egress_servers import CaFiles, file_server, make_ca, simple_index
 
 HOSTS = ["pkgs.example.test", "other.example.test"]
@@ -39,9 +48,10 @@ def index_port(tmp_path_factory: pytest.TempPathFactory, test_ca: CaFiles) -> It
 
 @pytest.fixture
 def egress_admin(monkeypatch: pytest.MonkeyPatch, index_port: int) -> None:
-    """This machine's user as the admin: both test hosts in the ceiling and the local namespace's grant."""
+    """This machine's user as the admin: both test hosts in the ceiling and in the grants of `mcpexec run`'s tasks
+    (namespace default) and `mcpexec serve`'s sessions (namespace local)."""
     grant = {"hosts": HOSTS, "ports": [index_port]}
-    monkeypatch.setenv("MCPEXEC_EGRESS", json.dumps({**grant, "namespaces": {"default": grant}}))
+    monkeypatch.setenv("MCPEXEC_EGRESS", json.dumps({**grant, "namespaces": {"default": grant, "local": grant}}))
     monkeypatch.setenv("MCPEXEC_EGRESS_RESOLVE", json.dumps({name: ["127.0.0.1"] for name in HOSTS}))
     monkeypatch.setenv("MCPEXEC_EGRESS_ALLOWED_ADDRESSES", json.dumps(["127.0.0.1/32"]))
 
@@ -103,3 +113,42 @@ def test_a_task_asking_beyond_the_grant_does_not_start(
     with pytest.raises(TaskError, match=r"PolicyWidened: spec\.egress: 'api\.example\.test' not allowed by"):
         run_code("print(1)", demo_servers, egress={"hosts": ["api.example.test"], "ports": [index_port]})
     assert not (state_home / "runs").exists() or not any((state_home / "runs").iterdir())
+
+
+def test_a_serve_session_granted_a_host_fetches_through_the_gateway_and_is_refused_another(
+    egress_admin: None, test_ca: CaFiles, index_port: int, state_home: Path
+) -> None:
+    options = ["--egress-host", "pkgs.example.test", "--egress-port", str(index_port)]
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=serve_command(*options)[1:],
+        env={key: os.environ[key] for key in os.environ if key == "PATH" or key.startswith("MCPEXEC_")},
+        cwd=str(REPO),
+    )
+    fetch = (
+        "import ssl, urllib.request\n"
+        f"open('/workspace/ca.pem', 'w').write({test_ca.ca_file.read_text()!r})\n"
+        "context = ssl.create_default_context(cafile='/workspace/ca.pem')\n"
+        "def fetch(host):\n"
+        f"    url = f'https://{{host}}:{index_port}/hello.txt'\n"
+        "    try:\n"
+        "        return urllib.request.urlopen(url, context=context).read().decode()\n"
+        "    except OSError as exc:\n"
+        "        return f'refused: {exc}'\n"
+        "print(fetch('pkgs.example.test'))"
+    )
+
+    async def session() -> tuple[dict[str, Any], dict[str, Any]]:
+        async with Client(params) as client:
+            return await execute(client, fetch), await execute(client, "print(fetch('other.example.test'))")
+
+    fetched, refused = asyncio.run(session())
+    assert fetched["stdout"] == "hello from outside the sandbox\n\n", fetched
+    assert "403 other.example.test" in refused["stdout"] and "not in the task's egress grant" in refused["stdout"]
+
+
+def test_serve_refuses_to_start_sessions_asking_beyond_the_grant(egress_admin: None, index_port: int) -> None:
+    options = ["--egress-host", "api.example.test", "--egress-port", str(index_port)]
+    done = subprocess.run(serve_command(*options), cwd=REPO, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2
+    assert "PolicyWidened: spec.egress: 'api.example.test' not allowed by the cluster's egress ceiling" in done.stderr
