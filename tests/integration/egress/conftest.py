@@ -20,6 +20,7 @@ from prometheus_client import generate_latest
 
 from gateway.egress.settings import EgressSettings
 from gateway.local.in_process import LocalGateway
+from gateway.settings import Limits
 from mcpexec.api.agenttask import AgentTask
 from tests.support.egress_servers import CaFiles, file_server, make_ca
 from tests.support.loop_thread import LoopThread
@@ -31,10 +32,15 @@ class EgressGateway(LoopThread):
     """A LocalGateway in its own event-loop thread: the API and the egress proxy on loopback TCP ports."""
 
     def __init__(
-        self, settings: EgressSettings, redis_url: str | None = None, api_port: int = 0, proxy_port: int = 0
+        self,
+        settings: EgressSettings,
+        redis_url: str | None = None,
+        api_port: int = 0,
+        proxy_port: int = 0,
+        limits: Limits | None = None,
     ) -> None:
         super().__init__("egress-gateway", timeout=60)
-        self.gateway = LocalGateway({}, redis_url=redis_url, egress=settings)
+        self.gateway = LocalGateway({}, redis_url=redis_url, limits=limits, egress=settings)
         self.api_port, self.proxy_port = api_port, proxy_port
 
     def __enter__(self) -> EgressGateway:
