@@ -14,6 +14,7 @@ from gateway.approvals.gate import ApprovalGate
 from gateway.approvals.redis_holds import RedisHolds
 from gateway.approvals.rules import ApprovalRules
 from gateway.context import Assigner, Authenticator, TaskContext, TaskReports
+from gateway.egress.budgets import EgressBudgets
 from gateway.errors import GatewayError
 from gateway.executions.broker import ExecutionBroker
 from gateway.executions.memory_store import MemoryExecutionStore
@@ -58,6 +59,8 @@ class GatewayBackends:
     ner: Callable[[frozenset[PiiEntity]], Detector | None] = _no_ner
     rate_limits: TaskRateLimits | None = None  # None: in this process, at the config's requests per second
     execution_store: ExecutionStore | None = None  # None: in this process
+    # The egress proxy's per-task budgets (gateway/egress/), dropped with the task's other state (None: no proxy).
+    egress_budgets: EgressBudgets | None = None
     # Which task a SandboxPool's sandbox runs: cluster mode only (None: this gateway serves no pools).
     assigner: Assigner | None = None
     # Where tasks' results reported by their sandboxes go: cluster mode only (None: the host reads the result file).
@@ -116,6 +119,7 @@ class GatewayCore:
         # shared through Redis by a cluster's replicas, in this process otherwise.
         store = backends.execution_store or MemoryExecutionStore()
         self.executions = ExecutionBroker(store, self.limits.max_request_bytes)
+        self.egress_budgets = backends.egress_budgets
         self._reaper: asyncio.Task[None] | None = None
         self.active: dict[str, float] = {}  # task scope -> token expiry: whose per-task state to drop, and when
 
@@ -142,8 +146,8 @@ class GatewayCore:
             log.warning("could not end the session of a lost vault", extra={"scope": ctx.scope, "error": exc.code})
 
     async def forget(self, scope: str) -> None:
-        """Drop a task's interactive session, upstream connections, limiter, detectors and usage (its vault entries
-        expire with their TTL)."""
+        """Drop a task's interactive session, upstream connections, limiter, detectors, usage and egress budget (its
+        vault entries expire with their TTL)."""
         self.active.pop(scope, None)
         await self.executions.forget(scope)
         self.usage.forget(scope)
@@ -151,6 +155,8 @@ class GatewayCore:
         self.tokenizer.forget(scope)
         self.approvals.rules.forget(scope)
         self.scans.forget(scope)
+        if self.egress_budgets is not None:
+            self.egress_budgets.forget(scope)
         await self.upstreams.release(scope)
 
     async def _reap_forever(self, every: float) -> None:

@@ -3,8 +3,8 @@ first), exit 0 only on success.
 
 In a SandboxPool's sandbox (MCPEXEC_AWAIT_ASSIGNMENT) there is no task.json: the runtime starts, imports all it
 runs with and opens its gateway connection while idle, then asks the gateway for its task until the operator claims
-the sandbox for one, and runs that one task exactly as a cold sandbox runs its own. A task of mode "session" (or
-MCPEXEC_SESSION, which has no task file either) is an interactive session: runtime/session.py.
+the sandbox for one, and runs that one task exactly as a cold sandbox runs its own. A task of mode "session" is an
+interactive session: runtime/session.py.
 """
 
 from __future__ import annotations
@@ -75,10 +75,7 @@ def main() -> int:
     log = OutputLog(env.workspace / "output.log")
     task: dict[str, Any] | None = None
     try:
-        if env.session:
-            task = {"mode": SESSION_MODE}
-        else:
-            task = client.await_assignment() if env.await_assignment else env.task()
+        task = client.await_assignment() if env.await_assignment else env.task()
         result = _run(env, task, usage, log)
     except client.ToolError as exc:
         result = Result("Failed", "", f"gateway: {exc}", usage)

@@ -21,7 +21,6 @@ class Environment:
     workspace: Path
     skills: Path
     await_assignment: bool = False
-    session: bool = False
     ready_file: Path | None = None
     report_result: bool = False
     egress_proxy: str | None = None
@@ -38,7 +37,6 @@ class Environment:
             workspace=Path(os.environ.get(contract.WORKSPACE_ENV, contract.WORKSPACE)),
             skills=Path(os.environ.get(contract.SKILLS_ENV, contract.SKILLS)),
             await_assignment=bool(os.environ.get(contract.AWAIT_ASSIGNMENT_ENV)),
-            session=bool(os.environ.get(contract.SESSION_ENV)),
             ready_file=Path(os.environ[contract.READY_FILE_ENV]) if os.environ.get(contract.READY_FILE_ENV) else None,
             report_result=bool(os.environ.get(contract.REPORT_RESULT_ENV)),
             egress_proxy=os.environ.get(contract.EGRESS_PROXY_ENV) or None,

@@ -47,10 +47,9 @@ ASSIGNMENT_PATH = "/v1/assignment"
 # connection open): the pod's startup probe waits for it, so a "ready" idle sandbox is one waiting for a task.
 READY_FILE_ENV = "MCPEXEC_READY_FILE"
 READY_FILE = f"{CLUSTER_TMP}/mcpexec-ready"
-# Set (local: `mcpexec serve`'s sandboxes) for an interactive session: no task file; the runtime long-polls
-# SESSION_NEXT_PATH for code to run and posts each outcome to SESSION_EXECUTIONS_PATH/<id>, until the gateway ends
-# the session. A claimed pool sandbox gets the same with a task config of mode "session" (docs/contracts.md).
-SESSION_ENV = "MCPEXEC_SESSION"
+# A task config of mode "session" (`mcpexec serve`'s task.json, a claimed pool sandbox's assignment) is an interactive
+# session: the runtime long-polls SESSION_NEXT_PATH for code to run and posts each outcome to
+# SESSION_EXECUTIONS_PATH/<id>, until the gateway ends the session (docs/contracts.md).
 SESSION_MODE = "session"
 SESSION_NEXT_PATH = "/v1/session/next"
 SESSION_EXECUTIONS_PATH = "/v1/session/executions"

@@ -63,6 +63,8 @@ async def serve(settings: GatewaySettings) -> None:
     await session_claims.load()
     authenticator = ClusterAuthenticator(directory, settings.audience, claims, sessions=session_claims)
     limits = settings.limits()
+    egress = EgressSettings()
+    budgets = SharedEgressBudgets(settings.redis_url, egress.limits.connections_per_task, egress.limits.bytes_per_task)
     try:
         core = GatewayCore(
             GatewayBackends(
@@ -77,6 +79,7 @@ async def serve(settings: GatewaySettings) -> None:
                 assigner=authenticator,
                 task_reports=KubeTaskReports(directory),
                 approval_holds=RedisHolds(settings.redis_url),
+                egress_budgets=budgets,
             ),
             GatewayConfig(
                 limits=limits,
@@ -96,8 +99,6 @@ async def serve(settings: GatewaySettings) -> None:
     reporter = ServerStatusReporter(directory, servers, core.catalog)
     status_reports = asyncio.create_task(reporter.report_forever(STATUS_EVERY_SECONDS), name="mcpserver-status")
     await core.start()
-    egress = EgressSettings()
-    budgets = SharedEgressBudgets(settings.redis_url, egress.limits.connections_per_task, egress.limits.bytes_per_task)
     own = {
         settings.port,
         settings.ops_port,

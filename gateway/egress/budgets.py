@@ -58,6 +58,10 @@ class MemoryEgressBudgets:
     def forget(self, scope: str) -> None:
         self._used.pop(scope, None)
 
+    def __contains__(self, scope: str) -> bool:
+        """Whether this gateway holds counts for the task."""
+        return scope in self._used
+
     async def close(self) -> None:
         return None
 
@@ -93,7 +97,10 @@ class SharedEgressBudgets:
             await self._redis.hincrby(f"mcpexec:egress:{scope}", _BYTES, -unused)
 
     def forget(self, scope: str) -> None:
-        return None  # the hash expires with its TTL; a replica keeps nothing of it
+        # Not deleted: one replica's reaper forgets a task its other replicas may still proxy for (a rotated token
+        # outlives the one this replica saw), and a fresh budget would be a way around it. The hash expires with its
+        # TTL; a replica keeps nothing of it.
+        return None
 
     async def close(self) -> None:
         await self._redis.aclose()

@@ -43,6 +43,8 @@ class LocalGateway:
         self._servers = dict(servers)
         self._redis_url = redis_url
         self._egress_settings = egress or EgressSettings()
+        budget = self._egress_settings.limits
+        self._egress_budgets = MemoryEgressBudgets(budget.connections_per_task, budget.bytes_per_task)
         self._authority = LocalTaskAuthority()
         vault: Vault = RedisVault(redis_url) if redis_url else MemoryVault()
         detector = presidio_detector.ner_for(pii_ner)
@@ -54,6 +56,7 @@ class LocalGateway:
                 ner=detector,
                 # Held calls need a store to wait in; without Redis a call that needs approval is refused.
                 approval_holds=RedisHolds(redis_url) if redis_url else None,
+                egress_budgets=self._egress_budgets,
             ),
             GatewayConfig(limits=limits or Limits(), llm=llm, skills_key=skills_key),
         )
@@ -92,9 +95,7 @@ class LocalGateway:
         free one). Its protected ports: this gateway's own TCP listeners and Redis's."""
         redis_port = (urllib.parse.urlsplit(self._redis_url).port or 6379) if self._redis_url else None
         protected = frozenset([*self._tcp_ports, *([redis_port] if redis_port else [])])
-        limits = self._egress_settings.limits
-        budgets = MemoryEgressBudgets(limits.connections_per_task, limits.bytes_per_task)
-        self._egress = EgressProxy(self.core, self._egress_settings, budgets, protected)
+        self._egress = EgressProxy(self.core, self._egress_settings, self._egress_budgets, protected)
         if uds_path is not None:
             await self._egress.serve_unix(uds_path)
             return None

@@ -13,6 +13,7 @@ from pydantic import Field, StrictInt, model_validator
 
 from mcpexec.api.meta import DNS1123_LABEL, MAX_POOL_NAME, Resource, SpecModel
 from mcpexec.api.sandbox import SandboxTemplate
+from runtime.contract import SESSION_MODE
 
 # Children are named `mcpexec-<task>`; 48 keeps them and the Job's pods within DNS-1123 label limits.
 MAX_TASK_NAME = 48
@@ -97,17 +98,20 @@ def parse_agenttask(document: dict[str, Any]) -> AgentTask:
     return AgentTask.model_validate(document)
 
 
-def runtime_task_config(namespace: str, name: str, uid: str, spec: AgentTaskSpec) -> dict[str, Any]:
-    """The runtime's task.json (docs/contracts.md), the same from the operator and from `mcpexec run`."""
+def runtime_task_config(
+    namespace: str, name: str, uid: str, spec: AgentTaskSpec, session: bool = False
+) -> dict[str, Any]:
+    """The runtime's task.json (docs/contracts.md), the same from the operator, `mcpexec run` and a pool's assignment.
+    A `session`'s: mode "session" and no code (the runtime serves executions: runtime/session.py)."""
     config: dict[str, Any] = {
         "namespace": namespace,
         "name": name,
         "uid": uid,
-        "mode": spec.mode,
+        "mode": SESSION_MODE if session else spec.mode,
         "maxTurns": spec.max_turns,
         "timeoutSeconds": spec.timeout_seconds,
     }
-    for key, value in (("code", spec.code), ("prompt", spec.prompt), ("model", spec.model)):
+    for key, value in (("code", None if session else spec.code), ("prompt", spec.prompt), ("model", spec.model)):
         if value is not None:
             config[key] = value
     if spec.egress.granted:  # the runtime points the task's tools at the gateway's egress proxy

@@ -1,5 +1,6 @@
 """The `mcpexec` command: `mcpexec run TASK.yaml [--servers SERVERS.yaml]`, and `mcpexec serve [--servers
-SERVERS.yaml] [--warm N] [--http PORT]` (an MCP server whose execute_code runs in local sandboxes)."""
+SERVERS.yaml] [--warm N] [--http PORT] [--egress-host HOST]... [--egress-port PORT]...` (an MCP server whose
+execute_code runs in local sandboxes)."""
 
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ from pydantic import ValidationError
 from gateway.settings import LLMSettings, LLMUpstream
 from gateway.telemetry.logs import configure as configure_logs
 from mcpexec.api.agenttask import AgentTask, parse_agenttask
+from mcpexec.api.egress import EgressPolicy
 from mcpexec.api.mcpserver import MCPServerSpec
 from mcpexec.api.sandbox import DEFAULT_WORKSPACE_SIZE
 from mcpexec.local.run import (
@@ -113,6 +115,15 @@ def report(outcome: LocalOutcome, raw: bool) -> None:
     )
 
 
+def egress_policy(hosts: list[str], ports: list[int] | None) -> EgressPolicy:
+    """`mcpexec serve`'s --egress-host and --egress-port options as the sessions' egress."""
+    try:
+        return EgressPolicy(hosts=hosts, **({"ports": ports} if ports else {}))
+    except ValidationError as exc:
+        problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
+        raise UsageError(f"--egress-host/--egress-port: {problems}") from None
+
+
 async def serve(sessions: LocalSessions, http_port: int | None) -> None:
     """Until the MCP client leaves (stdio), SIGINT or SIGTERM; every sandbox is ended on the way out."""
     serving = asyncio.current_task()
@@ -153,6 +164,17 @@ def main(argv: list[str] | None = None) -> int:
     serve_command.add_argument(
         "--http", type=int, metavar="PORT", help="serve streamable HTTP on 127.0.0.1:PORT/mcp instead of stdio"
     )
+    serve_command.add_argument(
+        "--egress-host",
+        action="append",
+        default=[],
+        metavar="HOST",
+        help="a host (or *.suffix) every session may reach through the gateway's egress proxy, within "
+        "MCPEXEC_EGRESS's grant to namespace local (docs/egress.md); repeatable; default: no egress",
+    )
+    serve_command.add_argument(
+        "--egress-port", action="append", type=int, metavar="PORT", help="a port for --egress-host (default 443)"
+    )
     _common(serve_command)
     args = parser.parse_args(argv)
     level = os.environ.get("MCPEXEC_LOG_LEVEL", "WARNING").upper()
@@ -165,7 +187,13 @@ def main(argv: list[str] | None = None) -> int:
             if args.warm < 0:
                 raise UsageError("--warm takes a number of sandboxes, 0 or more")
             sessions = LocalSessions(
-                servers, sandbox, args.warm, workspace_bytes, os.environ.get("REDIS_URL"), llm_from_env()
+                servers,
+                sandbox,
+                args.warm,
+                workspace_bytes,
+                os.environ.get("REDIS_URL"),
+                llm_from_env(),
+                egress_policy(args.egress_host, args.egress_port),
             )
             with contextlib.suppress(asyncio.CancelledError):
                 asyncio.run(serve(sessions, args.http))

@@ -203,9 +203,9 @@ def gateway_socket() -> Path:
     return socket_dir / contract.SOCKET_NAME
 
 
-def prepare(task: AgentTask, keep_runs: int, socket: Path) -> RunPaths:
+def prepare(task: AgentTask, keep_runs: int, socket: Path, session: bool = False) -> RunPaths:
     """The run's directories: kept under the state root (workspace and output.log stay for inspection), with the
-    `keep_runs` - 1 most recent other runs."""
+    `keep_runs` - 1 most recent other runs; its task.json (a `session`'s, of mode "session", for `mcpexec serve`)."""
     root = state_root()
     (root / "runs").mkdir(parents=True, exist_ok=True)
     # Unique even for runs of one name started in the same second by one process (mkdtemp's random suffix).
@@ -217,7 +217,11 @@ def prepare(task: AgentTask, keep_runs: int, socket: Path) -> RunPaths:
     task_dir.mkdir()
     prune_runs(run_dir.parent, keep_runs)
     (task_dir / Path(contract.TASK_FILE).name).write_text(
-        json.dumps(runtime_task_config(task.metadata.namespace, task.metadata.name, task.metadata.uid or "", task.spec))
+        json.dumps(
+            runtime_task_config(
+                task.metadata.namespace, task.metadata.name, task.metadata.uid or "", task.spec, session=session
+            )
+        )
     )
     skills = task.spec.skills
     (root / "skills").mkdir(exist_ok=True)
@@ -301,6 +305,14 @@ async def serve_sandboxes(gateway: LocalGateway, socket: Path) -> None:
     _only_for_sandbox(egress, 0o600)
 
 
+def refuse_widened_egress(task: AgentTask) -> None:
+    """A task (or `mcpexec serve`'s session) asking for more egress than it is granted does not start. The ceiling
+    and the grants are this machine's user's, from the gateway's own variables (MCPEXEC_EGRESS...)."""
+    wider = egress_widening(task.spec.egress, EgressSettings().admin.bounds(task.metadata.namespace))
+    if wider:
+        raise TaskError(f"{Reason.POLICY_WIDENED}: {'; '.join(wider)}")
+
+
 async def run_task(
     task: AgentTask,
     servers: dict[str, MCPServerSpec],
@@ -312,10 +324,7 @@ async def run_task(
     unknown = [name for name in task.spec.mcp_servers if name not in servers]
     if unknown:
         raise TaskError(f"unknown MCP server(s) {unknown}; the servers file defines {sorted(servers)}")
-    # The egress ceiling and grants are this machine's user's, from the gateway's own variables (MCPEXEC_EGRESS...).
-    wider = egress_widening(task.spec.egress, EgressSettings().admin.bounds(task.metadata.namespace))
-    if wider:
-        raise TaskError(f"{Reason.POLICY_WIDENED}: {'; '.join(wider)}")
+    refuse_widened_egress(task)
     if task.spec.pool_ref is not None:  # a cluster's SandboxPool: here every run starts its own sandbox anyway
         log.info("no pools locally: a fresh sandbox runs the task", extra={"poolRef": task.spec.pool_ref.name})
     socket = await asyncio.to_thread(gateway_socket)

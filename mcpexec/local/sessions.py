@@ -27,6 +27,7 @@ from gateway.errors import SessionEnded
 from gateway.local.in_process import LocalGateway
 from gateway.settings import LLMUpstream
 from mcpexec.api.agenttask import AgentTask, parse_agenttask
+from mcpexec.api.egress import EgressPolicy
 from mcpexec.api.mcpserver import MCPServerSpec
 from mcpexec.api.meta import API_VERSION
 from mcpexec.local.run import (
@@ -35,12 +36,12 @@ from mcpexec.local.run import (
     kept_runs,
     local_gateway,
     prepare,
+    refuse_widened_egress,
     sandbox_run,
     sandboxed,
     serve_sandboxes,
 )
 from mcpexec.local.sandbox.base import Sandbox
-from runtime.contract import SESSION_ENV
 
 log = logging.getLogger("mcpexec.local_sessions")
 T = TypeVar("T")
@@ -62,14 +63,20 @@ class LocalSession:
     sandbox: asyncio.Task[None] | None = None
 
 
-def session_task(servers: list[str]) -> AgentTask:
-    """A session as the gateway admits it: a task allowed every server of the servers file."""
+def session_task(servers: list[str], egress: EgressPolicy | None = None) -> AgentTask:
+    """A session as the gateway admits it: a task allowed every server of the servers file, and `egress` (none by
+    default)."""
     return parse_agenttask(
         {
             "apiVersion": API_VERSION,
             "kind": "AgentTask",
             "metadata": {"name": f"session-{uuid.uuid4().hex[:12]}", "namespace": NAMESPACE},
-            "spec": {"code": SESSION_CODE, "mcpServers": servers, "timeoutSeconds": LIFETIME_SECONDS},
+            "spec": {
+                "code": SESSION_CODE,
+                "mcpServers": servers,
+                "egress": (egress or EgressPolicy()).model_dump(),
+                "timeoutSeconds": LIFETIME_SECONDS,
+            },
         }
     )
 
@@ -83,8 +90,12 @@ class LocalSessions:
         workspace_bytes: int = DEFAULT_WORKSPACE_BYTES,
         redis_url: str | None = None,
         llm: LLMUpstream | None = None,
+        egress: EgressPolicy | None = None,
     ) -> None:
-        """`warm`: how many sandboxes to keep started ahead of the sessions that will claim them."""
+        """`warm`: how many sandboxes to keep started ahead of the sessions that will claim them; `egress`: the hosts
+        every session may reach through the gateway (none by default; refused with TaskError beyond the grant)."""
+        self._egress = egress or EgressPolicy()
+        refuse_widened_egress(session_task([], self._egress))
         self._servers = servers
         self._sandbox = sandbox
         self._warm_target = warm
@@ -158,7 +169,7 @@ class LocalSessions:
 
     def _launch(self) -> LocalSession:
         assert self._gateway is not None
-        task = session_task(sorted(self._servers))
+        task = session_task(sorted(self._servers), self._egress)
         context, token = self._gateway.open_session(task, LIFETIME_SECONDS)
         session = LocalSession(context)
         self._live[context.scope] = session
@@ -169,8 +180,8 @@ class LocalSessions:
         """The session's sandbox from start to end; one that ends on its own ends its session with the reason."""
         scope = session.context.scope
         try:
-            paths = await asyncio.to_thread(prepare, task, kept_runs(), self._socket_path)
-            run = sandbox_run(task, paths, token, {SESSION_ENV: "1"})
+            paths = await asyncio.to_thread(prepare, task, kept_runs(), self._socket_path, True)
+            run = sandbox_run(task, paths, token)
             log.info("session sandbox starting", extra={"scope": scope, "sandbox": self._sandbox.name})
             completed, _result = await _own_thread(
                 lambda: sandboxed(self._sandbox, run, paths, self._workspace_bytes, session.stop)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import kopf.testing
@@ -31,19 +32,28 @@ def cluster() -> Iterator[ControlPlane]:
         yield cp
 
 
-@pytest.fixture(scope="module")
-def operator(cluster: ControlPlane) -> Iterator[kopf.testing.KopfRunner]:
+@contextmanager
+def kopf_operator(**settings: str) -> Iterator[kopf.testing.KopfRunner]:
+    """The operator in this process; `settings`: more MCPEXEC_* variables (names without the prefix, upper case)."""
     with pytest.MonkeyPatch.context() as env:
         env.setenv("MCPEXEC_METRICS_PORT", "0")
         env.setenv("MCPEXEC_SWEEP_INTERVAL_SECONDS", "1")
         # Not the defaults (tests/unit/controller/test_settings.py has those): a registry secret and NodeLocal DNS.
         env.setenv("MCPEXEC_IMAGE_PULL_SECRETS", json.dumps(IMAGE_PULL_SECRETS))
         env.setenv("MCPEXEC_DNS_PEERS", json.dumps(DNS_PEERS))
+        for name, value in settings.items():
+            env.setenv(f"MCPEXEC_{name}", value)
         args = ["run", "-A", "--standalone", "-m", "controller.handlers", "--verbose"]
         with kopf.testing.KopfRunner(args, timeout=60) as runner:
             yield runner
     assert runner.exception is None, runner.exception
     assert runner.exit_code == 0, runner.output
+
+
+@pytest.fixture(scope="module")
+def operator(cluster: ControlPlane) -> Iterator[kopf.testing.KopfRunner]:
+    with kopf_operator() as runner:
+        yield runner
 
 
 @pytest.fixture

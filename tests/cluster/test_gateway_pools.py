@@ -227,7 +227,15 @@ def test_a_pool_sandbox_serves_only_the_task_that_claimed_it(cluster: ControlPla
     _pool_account(namespace)
     pod_a, pod_b = _pool_pod(namespace, f"{POOL_ACCOUNT}-aaaaa"), _pool_pod(namespace, f"{POOL_ACCOUNT}-bbbbb")
     token_a, token_b = _pod_token(namespace, pod_a), _pod_token(namespace, pod_b)
-    spec = {"poolRef": {"name": POOL}, "mcpServers": ["crm"], "code": "print(1)", "timeoutSeconds": 120}
+    # Its egress grant too: the assignment is the whole task.json, `egress` included (the runtime's proxy settings).
+    egress = {"hosts": ["pypi.org"], "ports": [443]}
+    spec = {
+        "poolRef": {"name": POOL},
+        "mcpServers": ["crm"],
+        "code": "print(1)",
+        "timeoutSeconds": 120,
+        "egress": egress,
+    }
     task = create_task(namespace, agenttask("report", **spec))
     port = free_port()
     _crm_server(namespace, port)
@@ -260,7 +268,7 @@ def test_a_pool_sandbox_serves_only_the_task_that_claimed_it(cluster: ControlPla
         assert answer.status_code == 200, answer.text
         assert answered_in < 3, f"the claim took {answered_in:.1f}s to reach the waiting sandbox"
         expected = runtime_task_config(namespace, "report", task["metadata"]["uid"], AgentTaskSpec.model_validate(spec))
-        assert answer.json() == expected
+        assert answer.json() == expected and expected["egress"] == egress
 
         # Claimed: the task's calls, within the task's policy and the pool's ceiling.
         called = _call(sandbox_a)

@@ -3,17 +3,17 @@ kubelet."""
 
 from __future__ import annotations
 
-import datetime
 import shutil
 from pathlib import Path
 
 from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 from cryptography.x509.oid import NameOID
 
 from tests.e2e.node_artifacts import CNI_BIN_DIR
 from tests.e2e.node_network import CLUSTER_DOMAIN, DNS_SERVICE_IP
+from tests.support.certificates import ca_certificate, certificate
 from tests.support.components import free_port
 
 NODE_NAME = "mcpexec-e2e"
@@ -40,38 +40,13 @@ def pem_key(key: rsa.RSAPrivateKey) -> bytes:
 
 def write_client_ca(directory: Path, client_cn: str, client_org: str) -> tuple[Path, Path, Path]:
     """A CA and one client certificate it signed; returns (ca.crt, client.crt, client.key)."""
-    now = datetime.datetime.now(datetime.UTC)
     ca_key, client_key = new_rsa_key(), new_rsa_key()
-    ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "mcpexec-e2e-kubelet-client-ca")])
-    ca = (
-        x509.CertificateBuilder()
-        .subject_name(ca_name)
-        .issuer_name(ca_name)
-        .public_key(ca_key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(minutes=5))
-        .not_valid_after(now + datetime.timedelta(days=1))
-        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-        .sign(ca_key, hashes.SHA256())
+    ca = ca_certificate("mcpexec-e2e-kubelet-client-ca", ca_key)
+    client_name = x509.Name(
+        [x509.NameAttribute(NameOID.ORGANIZATION_NAME, client_org), x509.NameAttribute(NameOID.COMMON_NAME, client_cn)]
     )
-    client = (
-        x509.CertificateBuilder()
-        .subject_name(
-            x509.Name(
-                [
-                    x509.NameAttribute(NameOID.ORGANIZATION_NAME, client_org),
-                    x509.NameAttribute(NameOID.COMMON_NAME, client_cn),
-                ]
-            )
-        )
-        .issuer_name(ca_name)
-        .public_key(client_key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(minutes=5))
-        .not_valid_after(now + datetime.timedelta(days=1))
-        .add_extension(x509.ExtendedKeyUsage([x509.oid.ExtendedKeyUsageOID.CLIENT_AUTH]), critical=False)
-        .sign(ca_key, hashes.SHA256())
-    )
+    client_auth = x509.ExtendedKeyUsage([x509.oid.ExtendedKeyUsageOID.CLIENT_AUTH])
+    client = certificate(client_name, client_key.public_key(), ca.subject, ca_key, client_auth)
     directory.mkdir(parents=True, exist_ok=True)
     paths = directory / "ca.crt", directory / "client.crt", directory / "client.key"
     paths[0].write_bytes(ca.public_bytes(serialization.Encoding.PEM))

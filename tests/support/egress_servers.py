@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import base64
 import contextlib
-import datetime
 import hashlib
 import http.server
 import ipaddress
@@ -18,9 +17,10 @@ from functools import partial
 from pathlib import Path
 
 from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.x509.oid import NameOID
+
+from tests.support.certificates import ca_certificate, certificate, common_name
 
 
 @dataclass(frozen=True)
@@ -33,33 +33,10 @@ class CaFiles:
 
 
 def make_ca(directory: Path, names: list[str]) -> CaFiles:
-    now = datetime.datetime.now(datetime.UTC)
-    ca_key = ec.generate_private_key(ec.SECP256R1())
-    ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "mcpexec egress test CA")])
-    ca = (
-        x509.CertificateBuilder()
-        .subject_name(ca_name)
-        .issuer_name(ca_name)
-        .public_key(ca_key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(minutes=5))
-        .not_valid_after(now + datetime.timedelta(days=1))
-        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-        .sign(ca_key, hashes.SHA256())
-    )
-    key = ec.generate_private_key(ec.SECP256R1())
+    ca_key, key = ec.generate_private_key(ec.SECP256R1()), ec.generate_private_key(ec.SECP256R1())
+    ca = ca_certificate("mcpexec egress test CA", ca_key)
     alt = [x509.DNSName(name) for name in names] + [x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]
-    cert = (
-        x509.CertificateBuilder()
-        .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, names[0])]))
-        .issuer_name(ca_name)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(minutes=5))
-        .not_valid_after(now + datetime.timedelta(days=1))
-        .add_extension(x509.SubjectAlternativeName(alt), critical=False)
-        .sign(ca_key, hashes.SHA256())
-    )
+    cert = certificate(common_name(names[0]), key.public_key(), ca.subject, ca_key, x509.SubjectAlternativeName(alt))
     paths = CaFiles(directory / "ca.pem", directory / "server.pem", directory / "server.key")
     paths.ca_file.write_bytes(ca.public_bytes(serialization.Encoding.PEM))
     paths.cert_file.write_bytes(cert.public_bytes(serialization.Encoding.PEM))

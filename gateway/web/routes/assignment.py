@@ -18,7 +18,7 @@ from gateway.errors import Forbidden, Unauthenticated
 from gateway.web.auth import Credentials
 from gateway.web.error_responses import ERROR_RESPONSES
 from mcpexec.api.agenttask import runtime_task_config
-from runtime.contract import SESSION_MODE
+from mcpexec.api.egress import EgressPolicy
 
 log = logging.getLogger("mcpexec.gateway.assignment")
 
@@ -40,6 +40,7 @@ class Assignment(BaseModel):
     model: str | None = None
     max_turns: int = Field(alias="maxTurns")
     timeout_seconds: int = Field(alias="timeoutSeconds")
+    egress: EgressPolicy | None = None  # granted egress: the runtime points the task's tools at the gateway's proxy
 
 
 async def assignment(core: GatewayCore, token: str | None, wait: float) -> Assignment | None:
@@ -54,10 +55,10 @@ async def assignment(core: GatewayCore, token: str | None, wait: float) -> Assig
         return None
     task = ctx.task
     log.info("sandbox assigned", extra={"task": ctx.task_id, "task_uid": ctx.uid, "session": ctx.session})
-    config = runtime_task_config(task.metadata.namespace, task.metadata.name, ctx.uid, task.spec)
-    if ctx.session:  # an AgentSession's: the runtime serves executions (runtime/session.py), it has no code of its own
-        config = {key: value for key, value in config.items() if key != "code"} | {"mode": SESSION_MODE}
-    return Assignment.model_validate(config)
+    # An AgentSession's: the runtime serves executions (runtime/session.py), it has no code of its own.
+    return Assignment.model_validate(
+        runtime_task_config(task.metadata.namespace, task.metadata.name, ctx.uid, task.spec, session=ctx.session)
+    )
 
 
 def router(core: GatewayCore) -> APIRouter:

@@ -7,53 +7,51 @@ says so (MCPEXEC_EGRESS_ALLOWED_ADDRESSES, off by default): the private-address 
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import socket
-import threading
 import time
-from collections.abc import Coroutine, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import pytest
 from prometheus_client import generate_latest
 
 from gateway.egress.settings import EgressSettings
 from gateway.local.in_process import LocalGateway
+from gateway.settings import Limits
 from mcpexec.api.agenttask import AgentTask
 from tests.support.egress_servers import CaFiles, file_server, make_ca
+from tests.support.loop_thread import LoopThread
 
-T = TypeVar("T")
 HOSTS = ["pkgs.example.test", "other.example.test"]
 
 
-class EgressGateway:
+class EgressGateway(LoopThread):
     """A LocalGateway in its own event-loop thread: the API and the egress proxy on loopback TCP ports."""
 
     def __init__(
-        self, settings: EgressSettings, redis_url: str | None = None, api_port: int = 0, proxy_port: int = 0
+        self,
+        settings: EgressSettings,
+        redis_url: str | None = None,
+        api_port: int = 0,
+        proxy_port: int = 0,
+        limits: Limits | None = None,
     ) -> None:
-        self.gateway = LocalGateway({}, redis_url=redis_url, egress=settings)
-        self._loop = asyncio.new_event_loop()
-        self._thread = threading.Thread(target=self._loop.run_forever, name="egress-gateway", daemon=True)
+        super().__init__("egress-gateway", timeout=60)
+        self.gateway = LocalGateway({}, redis_url=redis_url, limits=limits, egress=settings)
         self.api_port, self.proxy_port = api_port, proxy_port
 
-    def run(self, coro: Coroutine[Any, Any, T]) -> T:
-        return asyncio.run_coroutine_threadsafe(coro, self._loop).result(timeout=60)
-
     def __enter__(self) -> EgressGateway:
-        self._thread.start()
+        self.start_loop()
         self.api_port = self.run(self.gateway.start_tcp(port=self.api_port))
         self.proxy_port = self.run(self.gateway.serve_egress(port=self.proxy_port)) or 0
         return self
 
     def __exit__(self, *_exc: object) -> None:
         self.run(self.gateway.stop())
-        self._loop.call_soon_threadsafe(self._loop.stop)
-        self._thread.join(timeout=30)
-        self._loop.close()
+        self.stop_loop()
 
     def token(self, egress: dict[str, Any], namespace: str = "team") -> str:
         task = AgentTask.model_validate(

@@ -10,6 +10,7 @@ import urllib.parse
 
 import pytest
 
+from gateway.egress.budgets import MemoryEgressBudgets
 from tests.integration.egress.conftest import basic, egress_gateway, read_status, request
 from tests.support.components import free_port, redis_server
 from tests.support.egress_servers import CaFiles
@@ -193,6 +194,30 @@ def test_budgets_are_enforced(https_port: int, http_port: int, test_ca: CaFiles)
         ]
         metrics = gw.metrics(*lines)
         assert all(line in metrics for line in lines)
+
+
+def test_a_tasks_budget_is_dropped_with_its_other_state_when_it_ends(http_port: int) -> None:
+    """The core's forget (its reaper's, at the task's token expiry, and a local task's or session's end) drops the
+    task's egress counts: a gateway serving task after task holds none of the ended ones."""
+    grant = {"hosts": ["pkgs.example.test"], "ports": [http_port]}
+    settings = {
+        "admin": {**grant, "namespaces": {"team": grant}},
+        "resolve": {"pkgs.example.test": ["127.0.0.1"]},
+        "allowed_addresses": ["127.0.0.1/32"],
+    }
+    with egress_gateway(**settings) as gw:
+        token = gw.token(grant)
+        status, sock = request(gw.proxy_port, f"GET http://pkgs.example.test:{http_port}/hello.txt", token)
+        sock.close()
+        assert status == "HTTP/1.0 200 OK"  # the test host's answer, as it is
+        budgets = gw.gateway.core.egress_budgets
+        (scope,) = gw.gateway.core.active  # the task's, admitted by the proxy
+        assert isinstance(budgets, MemoryEgressBudgets) and scope.startswith("team/fetch/") and scope in budgets
+        gw.run(gw.gateway.unregister_task("team/fetch"))
+        assert scope not in budgets
+        status, sock = request(gw.proxy_port, f"GET http://pkgs.example.test:{http_port}/hello.txt", token)
+        sock.close()
+        assert status.startswith("HTTP/1.1 407")  # the ended task's token is refused: its budget is not reborn
 
 
 def test_a_connection_idle_past_its_timeout_is_closed(https_port: int) -> None:

@@ -6,14 +6,12 @@ the gateway over stdio; Redis is a real redis-server. Tests talk plain HTTP to t
 
 from __future__ import annotations
 
-import asyncio
 import subprocess
 import sys
-import threading
-from collections.abc import Coroutine, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import httpx
 import pytest
@@ -23,31 +21,27 @@ from gateway.settings import Limits, LLMUpstream
 from mcpexec.api.agenttask import AgentTask
 from mcpexec.api.mcpserver import MCPServerSpec
 from tests.support.components import redis_server, reference_server_commands
+from tests.support.loop_thread import LoopThread
 
-T = TypeVar("T")
 ALL_SERVERS = ["demo", "everything", "memory", "filesystem", "time", "git"]
 # In the environment of the `fragile` server's processes only, so a test can find and kill them.
 FRAGILE_MARKER = "MCPEXEC_TEST_FRAGILE=1"
 
 
-class GatewayThread:
+class GatewayThread(LoopThread):
     """Runs a LocalGateway in a private event loop so tests can use a plain synchronous HTTP client."""
 
     def __init__(self, gateway: LocalGateway, socket_path: Path | None) -> None:
         """`socket_path=None` serves on a free loopback TCP port instead (see `base_url`)."""
+        super().__init__("gateway-loop")
         self.gateway = gateway
         self.socket_path = socket_path
         self.base_url = "http://gateway"
         self.ops_socket = None if socket_path is None else socket_path.with_name(socket_path.name + ".ops")
         self.ops_url = "http://gateway-ops"
-        self._loop = asyncio.new_event_loop()
-        self._thread = threading.Thread(target=self._loop.run_forever, name="gateway-loop", daemon=True)
-
-    def run(self, coro: Coroutine[Any, Any, T]) -> T:
-        return asyncio.run_coroutine_threadsafe(coro, self._loop).result(timeout=120)
 
     def __enter__(self) -> GatewayThread:
-        self._thread.start()
+        self.start_loop()
         if self.socket_path is None:
             self.base_url = f"http://127.0.0.1:{self.run(self.gateway.start_tcp())}"
         else:
@@ -59,9 +53,7 @@ class GatewayThread:
 
     def __exit__(self, *_exc: object) -> None:
         self.run(self.gateway.stop())
-        self._loop.call_soon_threadsafe(self._loop.stop)
-        self._thread.join(timeout=30)
-        self._loop.close()
+        self.stop_loop()
 
     def token(self, task: AgentTask, ttl_seconds: int = 600) -> str:
         return self.gateway.register_task(task, ttl_seconds)
