@@ -1,8 +1,9 @@
 """A call held for approval, from the sandbox's side: the real runtime (stdlib only) against a gateway whose held
-calls are in a real redis-server (a cluster's way) or in its own process (`mcpexec run`'s), its tool the demo server. Its `call_tool` returns once a person decided: approved,
-the tool runs once with the real value; denied, ApprovalDenied (the person's reason); not decided before the task's
-deadline, ApprovalTimeout. The person's decision here goes to the gateway's gate in-process (the cluster's approval
-API over it: tests/cluster/test_approvals.py)."""
+calls are in a real redis-server (a cluster's way) or in its own process (`mcpexec run`'s), its tool the demo
+server. Its `call_tool` returns once a person decided: approved, the tool runs once with the real value; denied,
+ApprovalDenied (the person's reason); not decided before the task's deadline, ApprovalTimeout. The person's
+decision here goes to the gateway's gate in-process (the cluster's approval API over it:
+tests/cluster/test_approvals.py)."""
 
 from __future__ import annotations
 
