@@ -212,6 +212,9 @@ async def _execute(
                 await task
 
 
+_SAID = {"decline": "declined", "cancel": "cancelled"}
+
+
 def _question(event: ApprovalEvent) -> str:
     if event.tool == PLAN_TOOL:
         lines = [
@@ -237,7 +240,10 @@ async def _ask(
     """Each call of the session held from now on, decided: approved without asking (`asking.approved`), else asked
     of the client's user; raises a ToolError saying how to approve when they cannot be asked."""
     subject = Subject.of(session)
-    client_asks = ctx.request_context.session.check_client_capability(
+    # Elicitation is a request to the client: it needs the capability and a channel that carries server requests
+    # (the 2026-07-28 era has none: it asks through InputRequiredResult, which this door does not use yet).
+    mcp_session = ctx.request_context.session
+    client_asks = mcp_session.can_send_request and mcp_session.check_client_capability(
         types.ClientCapabilities(elicitation=types.ElicitationCapability())
     )
     async for event in changes(core, session.scope, cursor):
@@ -247,7 +253,11 @@ async def _ask(
             await _decide(core, subject, event, True, f"{asking.approver} (a rule given at start)", "")
             continue
         if asking.approver is None or not client_asks:
-            cannot = "you may not approve it" if client_asks else "this MCP client cannot ask you (no elicitation)"
+            cannot = (
+                "you may not approve it"
+                if client_asks
+                else "this MCP client cannot ask you (no elicitation, or a protocol version without server requests)"
+            )
             execution = started[0] if started else "?"
             raise ToolError(
                 f"approval_required (execution {execution}, state running): {event.tool} is held for a person's "
@@ -257,7 +267,7 @@ async def _ask(
             )
         answer = await ctx.elicit(_question(event), ApprovalNote)
         approve = answer.action == "accept"
-        note = answer.data.note if answer.action == "accept" else f"{answer.action}ed in the MCP client"
+        note = answer.data.note if answer.action == "accept" else f"{_SAID[answer.action]} in the MCP client"
         await _decide(core, subject, event, approve, asking.approver, note)
 
 
