@@ -40,6 +40,7 @@ class Assignment(BaseModel):
     model: str | None = None
     max_turns: int = Field(alias="maxTurns")
     timeout_seconds: int = Field(alias="timeoutSeconds")
+    approval: Literal["plan"] | None = None  # the code runs as a plan (docs/approvals.md)
 
 
 async def assignment(core: GatewayCore, token: str | None, wait: float) -> Assignment | None:
