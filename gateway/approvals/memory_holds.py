@@ -190,7 +190,7 @@ class MemoryHolds:
         return list(self._scope(scope).recorded.get(plan_id, {}).values())
 
     async def allow(self, scope: str, plan_digest: str, planned: list[Planned], deadline: float) -> None:
-        self._scope(scope).allowed[plan_digest] = {p.call.digest: p.count for p in planned}
+        self._scope(scope).allowed.setdefault(plan_digest, {p.call.digest: p.count for p in planned})
 
     def forget(self, scope: str) -> None:
         self._scopes.pop(scope, None)

@@ -155,6 +155,14 @@ end
 return {'not_planned'}
 """
 
+# What an approved plan allows, written once: a plan submitted again (a replay) cannot give back what its run took.
+_ALLOW = """
+if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
+redis.call('HSET', KEYS[1], unpack(ARGV, 2))
+redis.call('EXPIRE', KEYS[1], ARGV[1])
+return 1
+"""
+
 
 class RedisHolds:
     def __init__(self, url: str, connect_timeout_seconds: float = 2.0) -> None:
@@ -168,6 +176,7 @@ class RedisHolds:
         self._decide = self._redis.register_script(_DECIDE)
         self._untake = self._redis.register_script(_UNTAKE)
         self._plan_call = self._redis.register_script(_PLAN_CALL)
+        self._allow = self._redis.register_script(_ALLOW)
 
     @staticmethod
     def _keys(scope: str, digest: str) -> tuple[str, str, str, str]:
@@ -325,12 +334,9 @@ class RedisHolds:
         return planned
 
     async def allow(self, scope: str, plan_digest: str, planned: list[Planned], deadline: float) -> None:
-        allowed = self._allowed(scope, plan_digest)
-        async with self._redis.pipeline(transaction=True) as pipe:
-            pipe.delete(allowed)
-            pipe.hset(allowed, mapping={p.call.digest: p.count for p in planned})
-            pipe.expire(allowed, max(1, int(deadline - time.time()) + RETENTION_SECONDS))
-            await _call(pipe.execute())
+        ttl = max(1, int(deadline - time.time()) + RETENTION_SECONDS)
+        counts = [str(value) for p in planned for value in (p.call.digest, p.count)]
+        await _call(self._allow(keys=[self._allowed(scope, plan_digest)], args=[ttl, *counts]))
 
     def forget(self, scope: str) -> None:
         """Nothing to do: the scope's keys expire RETENTION_SECONDS after its deadline (another replica may still

@@ -119,7 +119,8 @@ class HeldCalls(Protocol):
         """The calls plan `plan_id`'s dry run recorded, in the order first made."""
 
     async def allow(self, scope: str, plan_digest: str, planned: list[Planned], deadline: float) -> None:
-        """What plan `plan_digest` allows once approved: each planned call, as many times as it was made."""
+        """What plan `plan_digest` allows once approved: each planned call, as many times as it was made. Written
+        once: a plan submitted again cannot give back what its run took."""
 
     def forget(self, scope: str) -> None:
         """The task's state is being dropped (in this process; Redis' keys expire by themselves)."""

@@ -45,26 +45,13 @@ from tests.cluster.test_gateway_pools import (
 )
 from tests.cluster.test_gateway_sessions import SessionsGateway, _ready_session, _session_user_role, _user
 from tests.cluster.test_sessions import warm_pool
+from tests.support.approval_code import RAW_EMAIL, campaign, sends
 from tests.support.components import demo_over_http, free_port, redis_server
 from tests.support.control_plane import ControlPlane
 from tests.support.malformed import agenttask
 from tests.support.session_api import stream
 
-RAW_EMAIL = "bob.okafor@example.net"
-SENDS = """
-c = call_tool("crm/get_customer", {"customer_id": "C002"})
-try:
-    receipt = call_tool("crm/send_message", {"to": c["email"], "subject": "renewal", "body": "hi"})
-    print("sent", receipt["status"])
-except ApprovalDenied as exc:
-    print("denied:", exc.reason)
-"""
-PLAN = """
-for customer in call_tool("crm/list_customers", {"plan": "team"})["customers"]:
-    email = call_tool("crm/get_customer", {"customer_id": customer["id"]})["email"]
-    receipt = call_tool("crm/send_message", {"to": email, "subject": "Team plan", "body": "Your renewal"})
-    print(customer["id"], "planned" if isinstance(receipt, Planned) else receipt["status"])
-"""
+SENDS, PLAN = sends("crm"), campaign("crm")
 CEILING = {"mcpServers": ["crm"], "tools": {"allow": ["crm/*"]}}
 
 

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from gateway.approvals.gate import Subject
-from mcpexec.api.approval import PendingCall
+from mcpexec.api.approval import PendingApproval
 from mcpexec.api.timestamps import now
 from tests.integration.runtime.conftest import RuntimeHarness, runtime_harness, start_runtime
 from tests.support.components import redis_server
@@ -44,7 +44,7 @@ def harness(request: pytest.FixtureRequest) -> Iterator[RuntimeHarness]:
         yield shared
 
 
-def _held(harness: RuntimeHarness, subject: Subject, timeout: float = 30) -> PendingCall:
+def _held(harness: RuntimeHarness, subject: Subject, timeout: float = 30) -> PendingApproval:
     gate = harness.gateway.gateway.core.approvals
     give_up = time.monotonic() + timeout
     while time.monotonic() < give_up:

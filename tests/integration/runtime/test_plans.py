@@ -9,17 +9,16 @@ real run (the reads changed) is refused: its send's digest was never approved. D
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from gateway.approvals.gate import Subject
-from mcpexec.api.approval import PendingApproval
 from mcpexec.api.mcpserver import MCPServerSpec
 from mcpexec.api.timestamps import now
 from tests.integration.runtime.conftest import RuntimeHarness, RuntimeProcess, runtime_harness, start_runtime
+from tests.integration.runtime.test_approvals import _held
 from tests.support.components import NPM_BIN, redis_server
 
 CAMPAIGN = """
@@ -77,17 +76,6 @@ def _start(harness: RuntimeHarness, name: str) -> tuple[Subject, RuntimeProcess]
     return Subject.of(ctx), start_runtime(harness.root, task, url, token=token)
 
 
-def _plan(harness: RuntimeHarness, subject: Subject, timeout: float = 30) -> PendingApproval:
-    gate = harness.gateway.gateway.core.approvals
-    give_up = time.monotonic() + timeout
-    while time.monotonic() < give_up:
-        pending = harness.gateway.run(gate.pending(subject))
-        if pending:
-            return pending[0]
-        time.sleep(0.05)
-    raise AssertionError("no plan was held")
-
-
 def test_a_plan_is_approved_at_once_and_its_real_run_makes_only_the_approved_calls(
     harness: RuntimeHarness, crm: Path
 ) -> None:
@@ -103,7 +91,7 @@ def test_a_plan_is_approved_at_once_and_its_real_run_makes_only_the_approved_cal
     )
     before = len(_sent(harness.root))
     subject, process = _start(harness, "campaign")
-    plan = _plan(harness, subject)
+    plan = _held(harness, subject)
     # One held "call": the plan, its digest binding both sends; the person sees tokens, never an address.
     assert plan.tool == "plan" and plan.calls is not None
     assert [(c.tool, c.count) for c in plan.calls] == [("demo/send_message", 1), ("demo/send_message", 1)]
@@ -134,7 +122,7 @@ def test_a_denied_plan_sends_nothing(harness: RuntimeHarness, crm: Path) -> None
     crm.write_text(_customer("Alice Martin", "team", "alice.martin@example.com") + "\n")
     before = len(_sent(harness.root))
     subject, process = _start(harness, "denied-campaign")
-    plan = _plan(harness, subject)
+    plan = _held(harness, subject)
     gate = harness.gateway.gateway.core.approvals
     harness.gateway.run(gate.decide(subject, plan.digest, False, "carol", "not before the board meets"))
     run = process.wait()

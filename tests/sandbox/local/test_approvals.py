@@ -30,24 +30,11 @@ from mcp.client.session import ClientRequestContext
 from mcp.client.stdio import StdioServerParameters
 
 from tests.sandbox.local.test_serve import serve_command
+from tests.support.approval_code import RAW_EMAIL, campaign, sends
 from tests.support.components import REPO
 from tests.support.malformed import agenttask
 
-RAW_EMAIL = "bob.okafor@example.net"
-SENDS = """
-c = call_tool("demo/get_customer", {"customer_id": "C002"})
-try:
-    receipt = call_tool("demo/send_message", {"to": c["email"], "subject": "renewal", "body": "hi"})
-    print("sent", receipt["status"])
-except ApprovalDenied as exc:
-    print("denied:", exc.reason)
-"""
-PLAN = """
-for customer in call_tool("demo/list_customers", {"plan": "team"})["customers"]:
-    email = call_tool("demo/get_customer", {"customer_id": customer["id"]})["email"]
-    receipt = call_tool("demo/send_message", {"to": email, "subject": "Team plan", "body": "Your renewal"})
-    print(customer["id"], "planned" if isinstance(receipt, Planned) else receipt["status"])
-"""
+SENDS, PLAN = sends("demo"), campaign("demo")
 
 
 def _servers(tmp_path: Path) -> tuple[Path, Path]:
