@@ -12,12 +12,14 @@ module only imports from its own layer or below, see .importlinter):
 - `local/`     local mode: the in-process gateway on a Unix socket and its per-task tokens
 - `web/`       the v1 HTTP API (docs/contracts.md): app (its routers, one per area, in `routes/`), bearer auth, error
                bodies, lean tool-call route, body limit, serving; the MCP front door (execute_code) over the session
-               broker, and the MCP-session registry both HTTP front doors share
+               broker (it asks for held calls' approval by elicitation), the MCP-session registry both HTTP front doors
+               share, and the held calls shown as they happen (approval_watch)
 - `core`       one gateway instance wired together from its backends and config; the HTTP app and LocalGateway are
                thin shells over it
 - `tools/`     tools as a task sees them: catalog (progressive disclosure), calls, policy, wrapper source
-- `approvals/` calls held for a person's approval: who asks (rules), the call's digest and tokenized preview, the held
-               calls in Redis, the gate the call path asks and people answer through
+- `approvals/` calls held for a person's approval: who asks (rules), the call's digest and tokenized preview, plans,
+               the held calls' store (in Redis, or in this process) and its log of changes, the gate the call path asks
+               and people answer through
 - `llm/`       the LLM proxy: OpenAI chat completions in, OpenAI or Anthropic upstream, streamed answers out
 - `executions/` interactive sessions: the broker between a caller's code and its session sandbox's runtime
 - `upstreams/` connections to upstream MCP servers: pool, bounded stdio transport, HTTP answer limits, keep-alive

@@ -11,8 +11,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from gateway.approvals.gate import ApprovalGate
-from gateway.approvals.redis_holds import RedisHolds
+from gateway.approvals.memory_holds import MemoryHolds
 from gateway.approvals.rules import ApprovalRules
+from gateway.approvals.store import HeldCalls
 from gateway.context import Assigner, Authenticator, TaskContext, TaskReports
 from gateway.egress.budgets import EgressBudgets
 from gateway.errors import GatewayError
@@ -65,9 +66,8 @@ class GatewayBackends:
     assigner: Assigner | None = None
     # Where tasks' results reported by their sandboxes go: cluster mode only (None: the host reads the result file).
     task_reports: TaskReports | None = None
-    # Where calls held for a person's approval are kept, shared by the replicas (None: no one to ask, such calls
-    # are refused).
-    approval_holds: RedisHolds | None = None
+    # Where calls held for a person's approval are kept: shared by the replicas through Redis (None: in this process).
+    approval_holds: HeldCalls | None = None
 
 
 @dataclass(frozen=True)
@@ -111,7 +111,10 @@ class GatewayCore:
         self.rate_limits = backends.rate_limits or MemoryRateLimits(self.limits.requests_per_second)
         self.skill_seals = SkillSeals(self.catalog, config.skills_key or os.urandom(32))
         self.approvals = ApprovalGate(
-            ApprovalRules(config.approval_annotations), backends.approval_holds, self.tokenizer, self.metrics
+            ApprovalRules(config.approval_annotations),
+            backends.approval_holds or MemoryHolds(),
+            self.tokenizer,
+            self.metrics,
         )
         self.caller = ToolCaller(self.catalog, self.upstreams, self.tokenizer, self.usage, self.metrics, self.approvals)
         self.llm = LLMProxy(config.llm, self.tokenizer, self.usage, self.metrics)
@@ -154,6 +157,7 @@ class GatewayCore:
         self.rate_limits.forget(scope)
         self.tokenizer.forget(scope)
         self.approvals.rules.forget(scope)
+        self.approvals.holds.forget(scope)
         self.scans.forget(scope)
         if self.egress_budgets is not None:
             self.egress_budgets.forget(scope)
@@ -177,6 +181,5 @@ class GatewayCore:
         await self.rate_limits.close()
         await self.vault.close()
         await self.executions.close()
-        if self.approvals.holds is not None:
-            await self.approvals.holds.close()
+        await self.approvals.holds.close()
         self.scans.close()

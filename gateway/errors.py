@@ -207,10 +207,18 @@ class ApprovalConflict(GatewayError):
     status, code = 409, "approval_conflict"
 
 
-class ApprovalUnavailable(GatewayError):
-    """The call needs a person's approval and this gateway has no one to ask: it did not run."""
+class ApprovalPlanned(GatewayError):
+    """A plan's dry run (`approval: plan`): the call needs a person's approval, so it is recorded in the plan, not
+    run. The runtime gives the code a placeholder for its result."""
 
-    status, code = 403, "approval_unavailable"
+    status, code = 409, "approval_planned"
+
+
+class ApprovalNotPlanned(GatewayError):
+    """A plan's real run made a call that needs approval and that the approved plan does not hold (or holds fewer
+    times): it did not run."""
+
+    status, code = 403, "approval_not_planned"
 
 
 class AlreadyDecided(GatewayError):

@@ -111,7 +111,11 @@ def main(argv: list[str] | None = None) -> None:
         if args.output == "text":
             print("DIGEST        TOOL                          SINCE                 ARGUMENTS")
             for call in held:
-                print(f"{call.digest[:12]}  {call.tool:<28.28}  {call.since:<20}  {call.arguments[:80]}")
+                summary = call.arguments.splitlines()[0] if call.calls is not None else call.arguments
+                print(f"{call.digest[:12]}  {call.tool:<28.28}  {call.since:<20}  {summary[:80]}")
+                for planned in call.calls or []:  # a plan: one line per call it holds
+                    times = f" x{planned.count}" if planned.count > 1 else ""
+                    print(f"    {planned.tool} {planned.arguments[:100]}{times}")
             return
     else:
         decision = Decision(decision="approve" if args.verb == "approve" else "deny", reason=args.reason)

@@ -14,11 +14,11 @@ import sys
 import time
 from typing import Any
 
-from runtime import client, egress, session, skills, wrappers
+from runtime import client, egress, plan, session, skills, wrappers
 from runtime.agent import run_agent
 from runtime.config import Environment
 from runtime.contract import SESSION_MODE
-from runtime.executor import Executor
+from runtime.executor import Executor, Outcome
 from runtime.llm import ask_llm
 from runtime.output import OutputLog
 from runtime.report import report
@@ -50,7 +50,14 @@ def _run(env: Environment, task: dict[str, Any], usage: Usage, log: OutputLog) -
     if task["mode"] == SESSION_MODE:
         return Result("Succeeded", session.serve(executor), None, usage)
     if task["mode"] == "code":
-        outcome = executor.run(task["code"], deadline - time.monotonic())
+        if task.get("approval") == plan.PLAN:  # each run in a namespace of its own: the real run starts afresh
+
+            def run() -> Outcome:
+                return Executor(_namespace(), OUTPUT_LIMIT, log).run(task["code"], deadline - time.monotonic())
+
+            outcome = plan.run_as_plan(run, run, lambda done: done.ok)
+        else:
+            outcome = executor.run(task["code"], deadline - time.monotonic())
         return Result("Succeeded" if outcome.ok else "Failed", outcome.output, outcome.error, usage)
     agent = run_agent(
         client.gateway(),

@@ -16,7 +16,7 @@ from typing import Any
 
 from runtime.config import Environment
 from runtime.contract import ASSIGNMENT_PATH
-from runtime.errors import APPROVAL_ANSWERS, ApprovalDenied, ApprovalTimeout
+from runtime.errors import APPROVAL_ANSWERS, ApprovalDenied, ApprovalNotPlanned, ApprovalTimeout, Planned
 from runtime.errors import ToolError as ToolError  # agent code, skills and session.py know it as client.ToolError
 from runtime.transport import (
     ANSWER_TIMEOUT_SECONDS,
@@ -54,6 +54,8 @@ class Gateway:
         self._env = env
         self._connections = Connections(env.gateway_url)
         self.tool_calls = 0
+        # The plan the code's calls are made in (runtime/plan.py), if it runs as one.
+        self.plan_id: str | None = None
         self.vault = VaultMarks()  # what this sandbox has seen of its PII vault (runtime/vault_marks.py)
 
     def mark_ready(self) -> None:
@@ -188,17 +190,24 @@ def call_tool(name: str, arguments: dict[str, Any] | None = None) -> Any:
 
     A tool that ran and failed raises ToolError with code "tool_error". A call that needs a person's approval
     returns once they decided: approved, it runs (once); denied, ApprovalDenied; undecided at the task's deadline,
-    ApprovalTimeout (both ToolErrors; the call did not run).
+    ApprovalTimeout (both ToolErrors; the call did not run). In a plan's dry run it returns a Planned placeholder (it
+    was recorded, not run); in the plan's real run, a call the approved plan does not hold raises ApprovalNotPlanned.
     """
     gw = gateway()
     gw.tool_calls += 1
     path = f"/v1/tools/{_quote(name)}/call"
     # The call's own id: a held call is waited for, and sent again once approved, under it (never run twice).
-    body = {"arguments": arguments or {}, "callId": uuid.uuid4().hex}
+    body: dict[str, Any] = {"arguments": arguments or {}, "callId": uuid.uuid4().hex}
+    if gw.plan_id is not None:
+        body["planId"] = gw.plan_id
     try:
         answer = gw.request("POST", path, body)
     except ToolError as exc:
-        if exc.code not in APPROVAL_ANSWERS:
+        if exc.code == "approval_planned":
+            return Planned(name)
+        if exc.code == "approval_not_planned":
+            raise ApprovalNotPlanned(name, exc.args[0]) from None
+        if exc.code not in APPROVAL_ANSWERS or gw.plan_id is not None:
             raise
         answer = _approved(name, path, body)
     if answer.get("isError"):
@@ -243,4 +252,6 @@ def tool_api() -> dict[str, Any]:
         "ToolError": ToolError,
         "ApprovalDenied": ApprovalDenied,
         "ApprovalTimeout": ApprovalTimeout,
+        "ApprovalNotPlanned": ApprovalNotPlanned,
+        "Planned": Planned,
     }

@@ -34,6 +34,23 @@ class ApprovalDenied(ToolError):
         self.tool, self.digest, self.reason = tool, digest, reason
 
 
+class ApprovalNotPlanned(ApprovalDenied):
+    """A plan's real run made a call that needs approval and that the approved plan does not hold (its reads changed
+    since the dry run, say): it did not run. An ApprovalDenied: code that handles a denial handles this too."""
+
+    def __init__(self, tool: str, message: str) -> None:
+        ToolError.__init__(self, 403, "approval_not_planned", message)
+        self.tool, self.digest, self.reason = tool, "", "not in the approved plan"
+
+
+class Planned(dict[str, object]):
+    """What a call that needs approval returns in a plan's dry run: it was recorded for the plan, not run.
+    `{"planned": True, "tool": "server/tool"}`; code may test `isinstance(result, Planned)`."""
+
+    def __init__(self, tool: str) -> None:
+        super().__init__(planned=True, tool=tool)
+
+
 class ApprovalTimeout(ToolError):
     """No one decided on this held call before the task's deadline: it did not run."""
 

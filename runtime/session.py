@@ -20,10 +20,10 @@ import urllib.parse
 from collections import OrderedDict
 from typing import Any
 
-from runtime import client
+from runtime import client, plan
 from runtime.contract import SESSION_EXECUTIONS_PATH, SESSION_NEXT_PATH
 from runtime.delivery import Delivery
-from runtime.executor import Executor
+from runtime.executor import Executor, Outcome
 from runtime.output import encodable
 from runtime.output_stream import OutputStreamer
 
@@ -99,10 +99,20 @@ def _run(executor: Executor, execution: dict[str, Any], delivery: Delivery) -> d
     """Run one execution, streaming its output if its caller reads it as it comes; its outcome as posted."""
     started = time.monotonic()
     streamer = OutputStreamer(str(execution["id"]), delivery) if execution.get("stream") else None
+    code, timeout = str(execution["code"]), float(execution["timeoutSeconds"])
     try:
-        outcome = executor.run(
-            str(execution["code"]), float(execution["timeoutSeconds"]), None if streamer is None else streamer.write
-        )
+        if execution.get("approval") == plan.PLAN:  # the dry run's output is not the caller's: only the real run's
+            outcome = plan.run_as_plan(
+                lambda: executor.run(code, timeout - (time.monotonic() - started)),
+                lambda: executor.run(
+                    code, timeout - (time.monotonic() - started), None if streamer is None else streamer.write
+                ),
+                lambda done: done.ok,
+            )
+        else:
+            outcome = executor.run(code, timeout, None if streamer is None else streamer.write)
+    except client.ToolError as exc:  # the plan denied, or not decided in time: the real run never started
+        outcome = Outcome("", False, str(exc), "", str(exc))
     finally:
         if streamer is not None:
             streamer.close()

@@ -3,39 +3,44 @@
 A call that needs approval (rules.py, a cached answer) is held, not run: `admit` raises ApprovalPending with the
 call bound to its digest (held_calls.py), and the sandbox waits for the decision by its own call id (`wait`, from
 any replica), then sends the same call with the same call id again; `admit` lets it through once, and only if that
-exact call was approved. Denied, expired, taken before: a clear error, nothing sent. Without a store (a gateway with
-no one to ask, e.g. `mcpexec run` for now) a call that needs approval is refused (ApprovalUnavailable).
+exact call was approved. Denied, expired, taken before: a clear error, nothing sent. A call of a plan (its `planId`,
+`approval: plan`) is recorded while the plan is not submitted (the dry run: ApprovalPlanned), then taken from what
+the approved plan allows (else ApprovalNotPlanned); `submit` holds the recorded set as one call (plans.py).
 
 Who is told: `ApprovalNotices` (cluster: the task's status, an Event), the metrics, the audit log (with the
-approver's username).
+approver's username); whoever follows the scope's log of changes (`follow`: a session's execute stream, the MCP
+front door's elicitation, `mcpexec run`'s prompt).
 """
 
 from __future__ import annotations
 
 import time
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
 import mcp_types as types
 
 from gateway.approvals.held_calls import HeldCall, call_digest, preview
-from gateway.approvals.redis_holds import Record, RedisHolds
+from gateway.approvals.plans import PLAN_TOOL, plan_digest, plan_preview, shown_calls
 from gateway.approvals.rules import ApprovalRules
+from gateway.approvals.store import Change, HeldCalls, Planned, Record
 from gateway.context import TaskContext
 from gateway.errors import (
     AlreadyDecided,
     ApprovalConflict,
     ApprovalConsumed,
     ApprovalDenied,
+    ApprovalNotPlanned,
     ApprovalPending,
+    ApprovalPlanned,
     ApprovalTimeout,
-    ApprovalUnavailable,
     NotFound,
 )
 from gateway.pii.tokenizer import PiiTokenizer
 from gateway.telemetry import audit
 from gateway.telemetry.metrics import GatewayMetrics
-from mcpexec.api.approval import DecisionAnswer, PendingCall
+from mcpexec.api.approval import DecisionAnswer, PendingApproval
 from mcpexec.api.mcpserver import MCPServerSpec
 from mcpexec.api.meta import AGENTSESSION_PLURAL, AGENTTASK_PLURAL
 from mcpexec.api.timestamps import parse_time
@@ -43,6 +48,8 @@ from mcpexec.api.timestamps import parse_time
 # The call id of a caller that sent none (an older runtime, curl): its identical calls share one hold.
 ANONYMOUS_CALL = "-"
 GRACE_SECONDS = 30.0
+# How long one read of a scope's log waits before it is asked again.
+FOLLOW_SECONDS = 10.0
 Kind = Literal["agenttasks", "agentsessions"]
 
 
@@ -81,6 +88,14 @@ class ApprovalNotices(Protocol):
 
 
 @dataclass(frozen=True)
+class Taken:
+    """A call `admit` let through: taken from its approval (or its plan's), given back by `untake` if never sent."""
+
+    call: HeldCall
+    plan_id: str | None = None
+
+
+@dataclass(frozen=True)
 class WaitAnswer:
     """`GET /v1/approvals/{callId}` once decided."""
 
@@ -104,7 +119,7 @@ class ApprovalGate:
     def __init__(
         self,
         rules: ApprovalRules,
-        holds: RedisHolds | None,
+        holds: HeldCalls,
         tokenizer: PiiTokenizer,
         metrics: GatewayMetrics,
         notices: ApprovalNotices | None = None,
@@ -130,17 +145,20 @@ class ApprovalGate:
         real: dict[str, Any],
         shown: dict[str, Any],
         call_id: str | None,
-    ) -> HeldCall:
-        """This exact call, once it was approved and is taken now to run (once); raise otherwise."""
+        plan_id: str | None = None,
+    ) -> Taken:
+        """This exact call, once it was approved (or is in the approved plan `plan_id`) and is taken now to run
+        (once); raise otherwise."""
         qualified = f"{server}/{tool}"
-        if self.holds is None:
-            raise ApprovalUnavailable(f"{qualified} needs a person's approval, and this gateway has no one to ask")
         tokenized = await self._tokenizer.tokenize(ctx, shown)
         call = HeldCall(call_digest(ctx, server, tool, real), qualified, preview(tokenized))
+        if plan_id is not None:
+            await self._planned(ctx, call, plan_id)
+            return Taken(call, plan_id)
         hold = await self.holds.hold(ctx.scope, call, call_id or ANONYMOUS_CALL, deadline(ctx))
         if hold.state == "run":
             self._metrics.approvals.labels("ran").inc()
-            return call
+            return Taken(call)
         subject = Subject.of(ctx)
         if hold.state == "held":
             self._metrics.approvals.labels("held").inc()
@@ -162,15 +180,55 @@ class ApprovalGate:
             f"{qualified}: the call id names another call, or this exact call is already held for another; nothing ran"
         )
 
-    async def untake(self, ctx: TaskContext, call: HeldCall, call_id: str | None) -> None:
+    async def _planned(self, ctx: TaskContext, call: HeldCall, plan_id: str) -> None:
+        """A call of plan `plan_id`: returns if the approved plan lets it run now (once); raises otherwise."""
+        state, reason = await self.holds.plan_call(ctx.scope, plan_id, call, deadline(ctx))
+        if state == "run":
+            self._metrics.approvals.labels("ran").inc()
+            return
+        if state == "recorded":
+            raise ApprovalPlanned(f"{call.tool} is recorded in the plan (digest {call.digest}), not run: a dry run")
+        if state == "not_planned":
+            audit.record(ctx, "approval_not_planned", f"{call.tool} {call.digest}", 0.0, "refused")
+            raise ApprovalNotPlanned(
+                f"{call.tool} is not in the approved plan (digest {call.digest}): the plan did not hold this exact "
+                "call, or not as many times; it did not run"
+            )
+        if state == "denied":
+            said = f": {reason}" if reason else ""
+            raise ApprovalDenied(f"the plan was denied by a person{said}; {call.tool} did not run")
+        if state == "expired":
+            raise ApprovalTimeout(f"the plan was not approved before the task's deadline; {call.tool} did not run")
+        raise ApprovalConflict(f"the plan is not decided yet; {call.tool} did not run")
+
+    async def submit(self, ctx: TaskContext, plan_id: str) -> HeldCall | None:
+        """The dry run of plan `plan_id` is over: its recorded calls are held as one call (None: it recorded none,
+        there is nothing to approve)."""
+        planned = await self.holds.planned(ctx.scope, plan_id)
+        if not planned:
+            return None
+        plan = HeldCall(plan_digest(ctx.scope, plan_id, planned), PLAN_TOOL, plan_preview(planned))
+        await self.holds.allow(ctx.scope, plan.digest, planned, deadline(ctx))
+        hold = await self.holds.hold(ctx.scope, plan, plan_id, deadline(ctx))
+        if hold.state in ("busy", "mismatch"):
+            raise ApprovalConflict(f"plan {plan_id} was submitted before with other calls")
+        if hold.state == "held":
+            self._metrics.approvals.labels("held").inc()
+            audit.record(ctx, "approval_held", f"{PLAN_TOOL} {plan.digest}", 0.0, "pending")
+            count = sum(p.count for p in planned)
+            message = f"a plan of {count} call(s) is held for approval (digest {plan.digest})"
+            self._tell(Subject.of(ctx), Notice("ApprovalRequested", message))
+        return plan
+
+    async def untake(self, ctx: TaskContext, taken: Taken, call_id: str | None) -> None:
         """A call `admit` let through never reached its server (nothing was sent): its approval stands again."""
-        if self.holds is not None:
-            await self.holds.untake(ctx.scope, call.digest, call_id or ANONYMOUS_CALL)
+        if taken.plan_id is not None:
+            await self.holds.plan_untake(ctx.scope, taken.plan_id, taken.call.digest)
+        else:
+            await self.holds.untake(ctx.scope, taken.call.digest, call_id or ANONYMOUS_CALL)
 
     async def wait(self, ctx: TaskContext, call_id: str, seconds: float) -> WaitAnswer | None:
         """The decision on this task's call `call_id`, waiting up to `seconds` for it (None: still pending)."""
-        if self.holds is None:
-            raise NotFound("this gateway holds no calls")
         digest = await self.holds.digest_of(ctx.scope, call_id)
         record = None if digest is None else await self.holds.wait(ctx.scope, digest, seconds)
         if record is None:
@@ -187,8 +245,6 @@ class ApprovalGate:
 
     async def decide(self, subject: Subject, digest: str, approve: bool, approver: str, reason: str) -> DecisionAnswer:
         """A person's decision on one held call of `subject` (already authorized): AlreadyDecided if it was."""
-        if self.holds is None:
-            raise NotFound("this gateway holds no calls")
         decided = await self.holds.decide(subject.scope, digest, approve, approver, reason)
         if decided.outcome == "missing" or decided.state is None:
             raise NotFound(f"no held call {digest[:80]!r} of {subject.kind} {subject.namespace}/{subject.name}")
@@ -210,7 +266,25 @@ class ApprovalGate:
         self._tell(subject, notice)
         return DecisionAnswer(digest=digest, tool=decided.tool, state=state, approver=approver)
 
-    async def pending(self, subject: Subject) -> list[PendingCall]:
-        if self.holds is None:
-            return []
-        return (await self.holds.pending(subject.scope))[0]
+    async def pending(self, subject: Subject) -> list[PendingApproval]:
+        """The subject's held calls; a plan's with its calls."""
+        held = (await self.holds.pending(subject.scope))[0]
+        return [
+            PendingApproval(
+                **call.model_dump(),
+                calls=shown_calls(await self.plan_of(subject.scope, call.digest)) if call.tool == PLAN_TOOL else None,
+            )
+            for call in held
+        ]
+
+    async def plan_of(self, scope: str, digest: str) -> list[Planned]:
+        """The calls of the plan held as `digest`."""
+        record = await self.holds.record(scope, digest)
+        return [] if record is None else await self.holds.planned(scope, record.call_id)
+
+    async def follow(self, scope: str, after: str) -> AsyncIterator[Change]:
+        """The scope's changes past the cursor `after` (`holds.cursor`), as they happen, until the caller stops."""
+        while True:
+            changes, after = await self.holds.changes(scope, after, FOLLOW_SECONDS)
+            for change in changes:
+                yield change

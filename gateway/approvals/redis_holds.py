@@ -12,20 +12,35 @@ Every state change is one Lua script:
   for the task's life: the same exact call asked again is refused at once (its call id then reads the denial). An
   identical call from another call id while one is held is `busy`.
 - `decide`: `pending` -> `approved` or `denied`, only from pending and only before the deadline (then `expired`).
+- `plan_call`: a call of a plan's run: recorded while the plan is not submitted (a dry run), else taken from what the
+  approved plan allows (each planned call as many times as the dry run made it), else refused.
+Every change of a held call is added to the scope's log (a stream, LOG_KEPT entries), which readers follow.
 An approval names one digest of one task; nothing else reads it. Keys expire RETENTION_SECONDS after the deadline.
 """
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Awaitable
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Literal, TypeVar, cast
 
 from redis.exceptions import RedisError
 
 from gateway.approvals.held_calls import HeldCall
+from gateway.approvals.store import (
+    LOG_KEPT,
+    RETENTION_SECONDS,
+    Change,
+    Decided,
+    Hold,
+    HoldState,
+    Planned,
+    PlanState,
+    Record,
+    State,
+)
 from gateway.errors import ApprovalStoreUnavailable
 from gateway.redis_client import connect
 from mcpexec.api.approval import MAX_PENDING_SHOWN, PendingCall
@@ -33,15 +48,20 @@ from mcpexec.api.timestamps import format_time
 
 T = TypeVar("T")
 PREFIX = "mcpexec:approval"
-# Kept past the deadline so that a late wait or a late answer learns what became of the call.
-RETENTION_SECONDS = 3600
 # A blocking read waits at most this long per round trip, so a connection that broke silently is found out.
 _BLOCK_SECONDS = 10.0
 
-HoldState = Literal["held", "pending", "run", "ran", "denied", "expired", "busy", "mismatch"]
-State = Literal["pending", "approved", "denied", "expired", "ran"]
+# Adds a change to the scope's log (KEYS[n]), kept at least as long as the call it is about (ARGV ttl).
+_LOG = f"""
+local function log(key, ttl, ...)
+  redis.call('XADD', key, 'MAXLEN', '~', {LOG_KEPT}, '*', ...)
+  if redis.call('TTL', key) < tonumber(ttl) then redis.call('EXPIRE', key, ttl) end
+end
+"""
 
-_HOLD = """
+_HOLD = (
+    _LOG
+    + """
 local bound = redis.call('GET', KEYS[2])
 if bound and bound ~= ARGV[1] then return {'mismatch'} end
 local state = redis.call('HGET', KEYS[1], 'state')
@@ -53,6 +73,7 @@ if state == 'pending' and tonumber(redis.call('HGET', KEYS[1], 'deadline')) <= n
   redis.call('INCR', KEYS[4])
   redis.call('XADD', KEYS[5], '*', 'state', 'expired')
   redis.call('EXPIRE', KEYS[5], ARGV[8])
+  log(KEYS[6], ARGV[8], 'state', 'expired', 'digest', ARGV[1], 'tool', redis.call('HGET', KEYS[1], 'tool'))
   return {'expired'}
 end
 if state == 'denied' or state == 'expired' then
@@ -76,8 +97,10 @@ redis.call('SET', KEYS[2], ARGV[1])
 redis.call('ZADD', KEYS[3], ARGV[5], ARGV[1])
 redis.call('INCR', KEYS[4])
 for i = 1, 4 do redis.call('EXPIRE', KEYS[i], ARGV[8]) end
+log(KEYS[6], ARGV[8], 'state', 'pending', 'digest', ARGV[1], 'tool', ARGV[3], 'preview', ARGV[4])
 return {'held'}
 """
+)
 # A call taken to run that never reached its server (not connected): approved again, for the same call id only.
 _UNTAKE = """
 if redis.call('HGET', KEYS[1], 'state') == 'ran' and redis.call('HGET', KEYS[1], 'callId') == ARGV[1] then
@@ -85,7 +108,9 @@ if redis.call('HGET', KEYS[1], 'state') == 'ran' and redis.call('HGET', KEYS[1],
 end
 return 1
 """
-_DECIDE = """
+_DECIDE = (
+    _LOG
+    + """
 local state = redis.call('HGET', KEYS[1], 'state')
 if not state then return {'missing'} end
 if state ~= 'pending' then return {'decided', state, redis.call('HGET', KEYS[1], 'tool')} end
@@ -96,41 +121,47 @@ redis.call('ZREM', KEYS[2], ARGV[1])
 redis.call('INCR', KEYS[3])
 redis.call('XADD', KEYS[4], '*', 'state', decision)
 redis.call('EXPIRE', KEYS[4], redis.call('TTL', KEYS[1]))
-if decision == 'expired' then return {'decided', 'expired', redis.call('HGET', KEYS[1], 'tool')} end
-return {'ok', decision, redis.call('HGET', KEYS[1], 'tool')}
+local tool = redis.call('HGET', KEYS[1], 'tool')
+log(KEYS[5], redis.call('TTL', KEYS[1]), 'state', decision, 'digest', ARGV[1], 'tool', tool, 'approver', ARGV[3],
+  'reason', ARGV[4])
+if decision == 'expired' then return {'decided', 'expired', tool} end
+return {'ok', decision, tool}
+"""
+)
+# A call of a plan: KEYS the plan id's bound digest, the recorded counts, the recorded calls, their order, the
+# scope's held-call prefix and allowance prefix; ARGV digest, tool, preview, ttl, now.
+_PLAN_CALL = """
+local plan = redis.call('GET', KEYS[1])
+if not plan then
+  if redis.call('HINCRBY', KEYS[2], ARGV[1], 1) == 1 then
+    redis.call('HSET', KEYS[3], ARGV[1], cjson.encode({ARGV[2], ARGV[3]}))
+    redis.call('RPUSH', KEYS[4], ARGV[1])
+  end
+  for i = 2, 4 do redis.call('EXPIRE', KEYS[i], ARGV[4]) end
+  return {'recorded'}
+end
+local held = KEYS[5] .. plan
+local state = redis.call('HGET', held, 'state')
+if state == 'pending' and tonumber(redis.call('HGET', held, 'deadline')) <= tonumber(ARGV[5]) then
+  return {'expired'}
+end
+if state == 'denied' then return {'denied', redis.call('HGET', held, 'reason') or ''} end
+if state == 'pending' or state == 'expired' then return {state} end
+local allowed = KEYS[6] .. plan
+if tonumber(redis.call('HGET', allowed, ARGV[1]) or '0') > 0 then
+  redis.call('HINCRBY', allowed, ARGV[1], -1)
+  return {'run'}
+end
+return {'not_planned'}
 """
 
-
-@dataclass(frozen=True)
-class Hold:
-    """What `hold` found: `held` (new), `pending`, `run` (approved: taken now, run it), `ran` (taken before),
-    `denied` (with the approver's reason), `expired`, `busy` (the identical call is held for another call id),
-    `mismatch` (the call id names another call)."""
-
-    state: HoldState
-    reason: str = ""
-
-
-@dataclass(frozen=True)
-class Record:
-    """A held call as the store has it."""
-
-    digest: str
-    state: State
-    tool: str
-    since: float
-    deadline: float
-    approver: str
-    reason: str
-
-
-@dataclass(frozen=True)
-class Decided:
-    """What `decide` did: `ok` (this answer decided it), `decided` (it was already, `state` says how), `missing`."""
-
-    outcome: Literal["ok", "decided", "missing"]
-    state: State | None = None
-    tool: str = ""
+# What an approved plan allows, written once: a plan submitted again (a replay) cannot give back what its run took.
+_ALLOW = """
+if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
+redis.call('HSET', KEYS[1], unpack(ARGV, 2))
+redis.call('EXPIRE', KEYS[1], ARGV[1])
+return 1
+"""
 
 
 class RedisHolds:
@@ -144,6 +175,8 @@ class RedisHolds:
         self._hold = self._redis.register_script(_HOLD)
         self._decide = self._redis.register_script(_DECIDE)
         self._untake = self._redis.register_script(_UNTAKE)
+        self._plan_call = self._redis.register_script(_PLAN_CALL)
+        self._allow = self._redis.register_script(_ALLOW)
 
     @staticmethod
     def _keys(scope: str, digest: str) -> tuple[str, str, str, str]:
@@ -155,7 +188,7 @@ class RedisHolds:
         held, events, pending, revision = self._keys(scope, call.digest)
         now = time.time()
         ttl = max(1, int(deadline - now) + RETENTION_SECONDS)
-        keys = [held, f"{PREFIX}:call:{scope}:{call_id}", pending, revision, events]
+        keys = [held, f"{PREFIX}:call:{scope}:{call_id}", pending, revision, events, self._log(scope)]
         args: list[str | int] = [
             call.digest,
             call_id,
@@ -176,7 +209,8 @@ class RedisHolds:
     async def decide(self, scope: str, digest: str, approve: bool, approver: str, reason: str) -> Decided:
         held, events, pending, revision = self._keys(scope, digest)
         args = [digest, "approved" if approve else "denied", approver, reason, repr(time.time())]
-        answer = cast(list[str], await _call(self._decide(keys=[held, pending, revision, events], args=args)))
+        keys = [held, pending, revision, events, self._log(scope)]
+        answer = cast(list[str], await _call(self._decide(keys=keys, args=args)))
         if answer[0] == "missing":
             return Decided("missing")
         return Decided(cast(Literal["ok", "decided"], answer[0]), cast(State, answer[1]), answer[2] or "")
@@ -193,6 +227,7 @@ class RedisHolds:
             deadline=float(fields.get("deadline", 0)),
             approver=fields.get("approver", ""),
             reason=fields.get("reason", ""),
+            call_id=fields.get("callId", ""),
         )
 
     async def digest_of(self, scope: str, call_id: str) -> str | None:
@@ -236,6 +271,76 @@ class RedisHolds:
                     )
                 )
         return shown, int(count), int(rev or 0)
+
+    @staticmethod
+    def _log(scope: str) -> str:
+        return f"{PREFIX}:log:{scope}"
+
+    async def cursor(self, scope: str) -> str:
+        last = cast(list[tuple[str, dict[str, str]]], await _call(self._redis.xrevrange(self._log(scope), count=1)))
+        return last[0][0] if last else "0-0"
+
+    async def changes(self, scope: str, after: str, seconds: float) -> tuple[list[Change], str]:
+        block = max(1, int(min(seconds, _BLOCK_SECONDS) * 1000))
+        read = cast(
+            list[tuple[str, list[tuple[str, dict[str, str]]]]],
+            await _call(self._redis.xread({self._log(scope): after}, count=100, block=block)),
+        )
+        entries = read[0][1] if read else []
+        changes = [
+            Change(
+                state=cast(Literal["pending", "approved", "denied", "expired"], fields["state"]),
+                digest=fields["digest"],
+                tool=fields.get("tool", ""),
+                preview=fields.get("preview", ""),
+                approver=fields.get("approver", ""),
+                reason=fields.get("reason", ""),
+            )
+            for _id, fields in entries
+        ]
+        return changes, entries[-1][0] if entries else after
+
+    def _plan_keys(self, scope: str, plan_id: str) -> list[str]:
+        """The plan id's bound digest, its recorded counts, calls and their order."""
+        plan = f"{PREFIX}:plan:{scope}:{plan_id}"
+        return [f"{PREFIX}:call:{scope}:{plan_id}", f"{plan}:counts", f"{plan}:calls", f"{plan}:order"]
+
+    def _allowed(self, scope: str, plan_digest: str) -> str:
+        return f"{PREFIX}:allowed:{scope}:{plan_digest}"
+
+    async def plan_call(self, scope: str, plan_id: str, call: HeldCall, deadline: float) -> tuple[PlanState, str]:
+        ttl = max(1, int(deadline - time.time()) + RETENTION_SECONDS)
+        keys = [*self._plan_keys(scope, plan_id), f"{PREFIX}:held:{scope}:", self._allowed(scope, "")]
+        args: list[str | int] = [call.digest, call.tool, call.preview, ttl, repr(time.time())]
+        answer = cast(list[str], await _call(self._plan_call(keys=keys, args=args)))
+        return cast(PlanState, answer[0]), answer[1] if len(answer) > 1 else ""
+
+    async def plan_untake(self, scope: str, plan_id: str, digest: str) -> None:
+        plan = await self.digest_of(scope, plan_id)
+        if plan is not None:
+            await _call(self._redis.hincrby(self._allowed(scope, plan), digest, 1))
+
+    async def planned(self, scope: str, plan_id: str) -> list[Planned]:
+        _bound, counts, calls, order = self._plan_keys(scope, plan_id)
+        async with self._redis.pipeline(transaction=True) as pipe:
+            pipe.lrange(order, 0, -1)
+            pipe.hgetall(counts)
+            pipe.hgetall(calls)
+            digests, counted, shown = await _call(pipe.execute())
+        planned = []
+        for digest in digests:
+            tool, preview = json.loads(shown[digest])
+            planned.append(Planned(HeldCall(digest, tool, preview), int(counted[digest])))
+        return planned
+
+    async def allow(self, scope: str, plan_digest: str, planned: list[Planned], deadline: float) -> None:
+        ttl = max(1, int(deadline - time.time()) + RETENTION_SECONDS)
+        counts = [str(value) for p in planned for value in (p.call.digest, p.count)]
+        await _call(self._allow(keys=[self._allowed(scope, plan_digest)], args=[ttl, *counts]))
+
+    def forget(self, scope: str) -> None:
+        """Nothing to do: the scope's keys expire RETENTION_SECONDS after its deadline (another replica may still
+        serve the task)."""
 
     async def close(self) -> None:
         await self._redis.aclose()

@@ -87,10 +87,9 @@ class ApprovalStatusWriter:
         try:
             if notice is not None:
                 await asyncio.to_thread(self._directory.create_event, subject.namespace, _event(subject, notice))
-            if self._gate.holds is not None:
-                pending, count, revision = await self._gate.holds.pending(subject.scope)
-                shown = ApprovalsStatus(pending=pending, count=count, revision=revision)
-                await asyncio.to_thread(self._write, subject, shown)
+            pending, count, revision = await self._gate.holds.pending(subject.scope)
+            shown = ApprovalsStatus(pending=pending, count=count, revision=revision)
+            await asyncio.to_thread(self._write, subject, shown)
         except (ApiException, HTTPError, OSError, GatewayError) as exc:  # the store keeps the truth; the next change
             cause = f"{exc.status}" if isinstance(exc, ApiException) else type(exc).__name__  # writes it again
             log.warning("approval status not written", extra={"task": subject.scope, "error": cause})

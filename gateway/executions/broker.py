@@ -40,6 +40,7 @@ from gateway.executions.errors import (
 from gateway.executions.models import (
     DEFAULT_IDLE_TIMEOUT_SECONDS,
     EVENT,
+    Approval,
     EndedEvent,
     Execution,
     ExecutionOutcome,
@@ -160,12 +161,15 @@ class ExecutionBroker:
         idle_timeout_seconds: float = DEFAULT_IDLE_TIMEOUT_SECONDS,
         execution_id: str | None = None,
         on_start: Callable[[Execution], Awaitable[None]] | None = None,
+        approval: Approval = "call",
     ) -> ExecutionResult:
         """Run `code` in the session and return its outcome; `on_start` is told its id before it is queued,
         `on_output` gets what it prints while it runs (and where output was lost). Raises what `start`
         and `events` raise."""
         stream = on_output is not None
-        execution = await self.start(scope, code, timeout_seconds, stream, idle_timeout_seconds, execution_id, False)
+        execution = await self.start(
+            scope, code, timeout_seconds, stream, idle_timeout_seconds, execution_id, False, approval
+        )
         if on_start is not None:
             await on_start(execution)
         await self.submit(scope, execution)
@@ -185,6 +189,7 @@ class ExecutionBroker:
         idle_timeout_seconds: float = DEFAULT_IDLE_TIMEOUT_SECONDS,
         execution_id: str | None = None,
         queued: bool = True,
+        approval: Approval = "call",
     ) -> Execution:
         """An execution of `code` for the session, queued (read what comes of it with `events`), or with `queued`
         False only prepared: its id known, queued by `submit`. Its id is the caller's (an execution of that id sent
@@ -200,6 +205,7 @@ class ExecutionBroker:
             timeout_seconds=timeout_seconds,
             stream=stream,
             idle_timeout_seconds=idle_timeout_seconds,
+            approval=approval,
         )
         try:
             existing = await self._store.check(scope, execution.id, code_digest(code))

@@ -9,6 +9,7 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, computed_field
 
 from gateway.errors import ErrorBody
+from mcpexec.api.approval import PlannedCall
 from runtime.output import truncate
 
 DEFAULT_TIMEOUT_SECONDS = 30.0
@@ -35,8 +36,13 @@ Stream = Literal["stdout", "stderr"]
 ExecutionState = Literal["not_taken", "waiting", "running", "finished", "interrupted", "lost", "unknown"]
 
 
+# How an execution's calls that need approval are approved: one by one (`call`), or as a plan (docs/approvals.md).
+Approval = Literal["call", "plan"]
+
+
 class ExecuteRequest(BaseModel):
-    """A caller's code for its session."""
+    """A caller's code for its session; `approval: plan`: run it as a plan (a dry run, the recorded calls approved at
+    once, then the real run)."""
 
     model_config = ConfigDict(populate_by_name=True)
 
@@ -44,13 +50,14 @@ class ExecuteRequest(BaseModel):
     timeout_seconds: Annotated[float, Field(gt=0, le=MAX_TIMEOUT_SECONDS)] = Field(
         default=DEFAULT_TIMEOUT_SECONDS, alias="timeoutSeconds"
     )
+    approval: Approval = "call"
 
 
 class Execution(BaseModel):
     """What the session's runtime gets from `GET /v1/session/next`; `stream`: its caller reads the output as it is
     printed (the runtime posts it to `/v1/session/executions/{id}/output` while the code runs);
     `idleTimeoutSeconds`: the session's idle timeout, for as long as the runtime keeps trying to deliver its output
-    and outcome when the gateway cannot take them."""
+    and outcome when the gateway cannot take them; `approval: plan`: the runtime runs the code as a plan."""
 
     model_config = ConfigDict(populate_by_name=True)
 
@@ -59,6 +66,7 @@ class Execution(BaseModel):
     timeout_seconds: float = Field(alias="timeoutSeconds")
     stream: bool = False
     idle_timeout_seconds: float = Field(default=DEFAULT_IDLE_TIMEOUT_SECONDS, alias="idleTimeoutSeconds")
+    approval: Approval = "call"
 
 
 class ExecutionOutcome(BaseModel):
@@ -201,6 +209,21 @@ class ErrorEvent(BaseModel):
 
     kind: Literal["error"] = "error"
     error: ExecutionErrorBody | ErrorBody
+
+
+class ApprovalEvent(BaseModel):
+    """A streaming caller's line when a call of the session (the execution's, while it runs) is held for a person's
+    approval (`pending`: its tool, digest and tokenized arguments; a plan's with its `calls`) or decided (`approved`,
+    `denied`, `expired`: by whom, why). Answered through the approval API (or `kubectl mcpexec`)."""
+
+    kind: Literal["approval"] = "approval"
+    state: Literal["pending", "approved", "denied", "expired"]
+    tool: str
+    digest: str
+    arguments: str | None = None
+    calls: list[PlannedCall] | None = None
+    approver: str | None = None
+    reason: str | None = None
 
 
 class ExecutionStatus(BaseModel):

@@ -54,7 +54,7 @@ class LocalGateway:
                 lambda: self._servers,
                 vault,
                 ner=detector,
-                # Held calls need a store to wait in; without Redis a call that needs approval is refused.
+                # Held calls: with Redis as a cluster's, else in this process (decided in-process: `core.approvals`).
                 approval_holds=RedisHolds(redis_url) if redis_url else None,
                 egress_budgets=self._egress_budgets,
             ),
@@ -127,6 +127,10 @@ class LocalGateway:
         context = self._authority.unregister(task_id)
         if context is not None:
             await self.core.forget(context.scope)
+
+    def context(self, task_id: str) -> TaskContext | None:
+        """A registered task's context (its scope keys its held calls in `core.approvals`)."""
+        return self._authority.context(task_id)
 
     def usage(self, task_id: str) -> dict[str, int]:
         """`{"llmTurns", "tokensIn", "tokensOut", "toolCalls"}` as in the result's usage (docs/contracts.md)."""

@@ -25,12 +25,14 @@ from gateway.usage import UsageMeter
 
 class CallRequest(BaseModel):
     """`callId`: the caller's own id for this call, 8 to 64 of `A-Z a-z 0-9 - _`: a call held for approval is waited
-    for, and sent again once approved, under it (docs/approvals.md)."""
+    for, and sent again once approved, under it; `planId`: the plan (`approval: plan`) this call is made in: recorded
+    by its dry run, then allowed only as the approved plan holds it (docs/approvals.md)."""
 
     model_config = ConfigDict(populate_by_name=True)
 
     arguments: dict[str, Any] = Field(default_factory=dict)
     call_id: str | None = Field(default=None, alias="callId", pattern=r"^[A-Za-z0-9_-]{8,64}$")
+    plan_id: str | None = Field(default=None, alias="planId", pattern=r"^[A-Za-z0-9_-]{8,64}$")
 
 
 class CallResult(BaseModel):
@@ -132,7 +134,7 @@ class ToolCaller:
         spec = self._catalog.spec(ctx, server)
         approved = None
         if spec is not None and self._approvals.asks(ctx, server, definition, spec):
-            approved = await self._approvals.admit(ctx, server, tool, real, arguments, request.call_id)
+            approved = await self._approvals.admit(ctx, server, tool, real, arguments, request.call_id, request.plan_id)
         connection = self._upstreams.connection(ctx.scope, self._catalog.server_key(ctx, server))
         self._usage.of(ctx.scope).tool_calls += 1
         try:

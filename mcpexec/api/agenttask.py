@@ -11,6 +11,7 @@ from typing import Annotated, Any, ClassVar, Literal, Self
 
 from pydantic import Field, StrictInt, model_validator
 
+from mcpexec.api.approval import ApprovalMode, TaskApproval
 from mcpexec.api.meta import DNS1123_LABEL, MAX_POOL_NAME, Resource, SpecModel
 from mcpexec.api.sandbox import SandboxTemplate
 from runtime.contract import SESSION_MODE
@@ -60,6 +61,7 @@ class AgentTaskSpec(SandboxTemplate):
     ttl_seconds_after_finished: Annotated[StrictInt, Field(ge=0, le=2_592_000)] | None = Field(
         default=None, alias="ttlSecondsAfterFinished"
     )
+    approval: TaskApproval = Field(default_factory=TaskApproval)
 
     @model_validator(mode="after")
     def _exactly_one_mode(self) -> Self:
@@ -67,6 +69,11 @@ class AgentTaskSpec(SandboxTemplate):
             raise ValueError("exactly one of spec.prompt (agent mode) or spec.code (direct mode) must be set")
         if self.model is not None and self.prompt is None:
             raise ValueError("spec.model only applies to agent mode (spec.prompt)")
+        if self.approval.mode == ApprovalMode.PLAN and self.code is None:
+            raise ValueError(
+                "spec.approval.mode: plan runs the code twice (a dry run, then the approved run): direct mode "
+                "(spec.code) only"
+            )
         return self
 
     @model_validator(mode="after")
@@ -116,4 +123,6 @@ def runtime_task_config(
             config[key] = value
     if spec.egress.granted:  # the runtime points the task's tools at the gateway's egress proxy
         config["egress"] = spec.egress.model_dump()
+    if spec.approval.mode == ApprovalMode.PLAN:  # the runtime runs the code as a plan (docs/approvals.md)
+        config["approval"] = ApprovalMode.PLAN.value
     return config

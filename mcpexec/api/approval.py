@@ -38,11 +38,26 @@ class ServerApproval(SpecModel):
     tools: list[Glob] = Field(default_factory=list, max_length=64)
 
 
+class ApprovalMode(StrEnum):
+    """`call`: each call that needs approval is held until a person decides it. `plan`: the code runs once as a dry
+    run (reads run, calls that need approval are recorded, not run), a person approves the recorded set at once,
+    then the code runs for real and may make only the approved calls (docs/approvals.md)."""
+
+    CALL = "call"
+    PLAN = "plan"
+
+
 class ApprovalPolicy(SpecModel):
     """A pool template's, a task's or a session's: tools (globs over `server/tool`) whose calls need a person's
     approval, on top of what the admin and the servers' owners ask for."""
 
     tools: list[Glob] = Field(default_factory=list, max_length=256)
+
+
+class TaskApproval(ApprovalPolicy):
+    """A task's: its tools, and how its calls are approved (`mode`). A session asks for a plan per execution."""
+
+    mode: ApprovalMode = ApprovalMode.CALL
 
 
 def annotations_ask(rules: frozenset[AnnotationRule], read_only: bool | None, destructive: bool | None) -> bool:
@@ -52,15 +67,31 @@ def annotations_ask(rules: frozenset[AnnotationRule], read_only: bool | None, de
     return AnnotationRule.DESTRUCTIVE in rules and read_only is not True and destructive is not False
 
 
-class PendingCall(BaseModel):
-    """A held call as people see it: never its real argument values, only the task's tokens for them."""
-
-    model_config = ConfigDict(populate_by_name=True)
+class PlannedCall(BaseModel):
+    """One call of a plan (`approval: plan`): as a held call is shown, and how many times the dry run made it."""
 
     tool: str  # server/tool
     digest: Annotated[str, Field(pattern=DIGEST_PATTERN)]
+    arguments: str
+    count: int
+
+
+class PendingCall(BaseModel):
+    """A held call as people see it: never its real argument values, only the task's tokens for them. A plan is held
+    as one call whose tool is `plan`, its arguments one line per call."""
+
+    model_config = ConfigDict(populate_by_name=True)
+
+    tool: str  # server/tool, or `plan`
+    digest: Annotated[str, Field(pattern=DIGEST_PATTERN)]
     arguments: str  # the tokenized arguments as JSON, cut at PREVIEW_LIMIT characters
     since: str  # RFC 3339
+
+
+class PendingApproval(PendingCall):
+    """A held call as the approval API lists it: a plan's with all its `calls`."""
+
+    calls: list[PlannedCall] | None = None
 
 
 class ApprovalsStatus(BaseModel):
@@ -95,4 +126,4 @@ class DecisionAnswer(BaseModel):
 class PendingAnswer(BaseModel):
     """The approval API's list of a task's or session's held calls."""
 
-    pending: list[PendingCall]
+    pending: list[PendingApproval]

@@ -23,6 +23,7 @@ from mcpexec.api.agenttask import AgentTask, parse_agenttask
 from mcpexec.api.egress import EgressPolicy
 from mcpexec.api.mcpserver import MCPServerSpec
 from mcpexec.api.sandbox import DEFAULT_WORKSPACE_SIZE
+from mcpexec.local.approvals import ALL
 from mcpexec.local.run import (
     WORKSPACE_SIZE_RANGE,
     LocalOutcome,
@@ -124,7 +125,7 @@ def egress_policy(hosts: list[str], ports: list[int] | None) -> EgressPolicy:
         raise UsageError(f"--egress-host/--egress-port: {problems}") from None
 
 
-async def serve(sessions: LocalSessions, http_port: int | None) -> None:
+async def serve(sessions: LocalSessions, http_port: int | None, approved: tuple[str, ...] = ()) -> None:
     """Until the MCP client leaves (stdio), SIGINT or SIGTERM; every sandbox is ended on the way out."""
     serving = asyncio.current_task()
     assert serving is not None
@@ -132,13 +133,28 @@ async def serve(sessions: LocalSessions, http_port: int | None) -> None:
         asyncio.get_running_loop().add_signal_handler(stop, serving.cancel)
     await sessions.start()
     try:
-        await (serve_stdio(sessions) if http_port is None else serve_http(sessions, http_port))
+        await (serve_stdio(sessions, approved) if http_port is None else serve_http(sessions, http_port, approved))
     finally:
         await sessions.close()
 
 
+def _approved(args: argparse.Namespace) -> tuple[str, ...]:
+    """The tools whose held calls are approved without asking (globs over server/tool)."""
+    return (ALL,) if args.approve_all else tuple(args.approve or ())
+
+
 def _common(command: argparse.ArgumentParser) -> None:
     command.add_argument("--servers", type=Path, help="MCP servers file (default: the embedded demo server)")
+    command.add_argument(
+        "--approve",
+        action="append",
+        metavar="TOOLGLOB",
+        help="approve the calls of these tools (a glob over server/tool, e.g. 'crm/send_*'; repeatable) without "
+        "asking; other calls that need approval are asked (a terminal, an MCP client's elicitation) or denied",
+    )
+    command.add_argument(
+        "--approve-all", action="store_true", help="approve every call that needs approval without asking"
+    )
     command.add_argument("--unsafe-no-sandbox", action="store_true", help="run without gVisor (NOT isolated)")
     command.add_argument(
         "--workspace-size",
@@ -196,11 +212,19 @@ def main(argv: list[str] | None = None) -> int:
                 egress_policy(args.egress_host, args.egress_port),
             )
             with contextlib.suppress(asyncio.CancelledError):
-                asyncio.run(serve(sessions, args.http))
+                asyncio.run(serve(sessions, args.http, _approved(args)))
             return 0
         task = load_task(args.task)
         outcome = asyncio.run(
-            run_task(task, servers, sandbox, os.environ.get("REDIS_URL"), llm_from_env(), workspace_bytes)
+            run_task(
+                task,
+                servers,
+                sandbox,
+                os.environ.get("REDIS_URL"),
+                llm_from_env(),
+                workspace_bytes,
+                _approved(args),
+            )
         )
     except (UsageError, TaskError, SandboxError) as exc:
         print(f"mcpexec: {exc}", file=sys.stderr)

@@ -32,6 +32,7 @@ from mcpexec.api.pii import PiiDeclaration
 from mcpexec.api.reasons import Reason
 from mcpexec.api.result import RuntimeResult
 from mcpexec.api.sandbox import DEFAULT_WORKSPACE_SIZE, SCRATCH_SKILLS_SIZE
+from mcpexec.local.approvals import TerminalApprover
 from mcpexec.local.hostfs import UnsafeHostFile, read_beneath, sweep
 from mcpexec.local.run_pruning import prune_runs
 from mcpexec.local.sandbox.base import Completed, Sandbox, SandboxRun
@@ -320,7 +321,10 @@ async def run_task(
     redis_url: str | None = None,
     llm: LLMUpstream | None = None,
     workspace_bytes: int = DEFAULT_WORKSPACE_BYTES,
+    approved: tuple[str, ...] = (),
 ) -> LocalOutcome:
+    """Run the task; its calls held for approval are decided by `approved` (globs over server/tool), else at the
+    terminal, else denied (mcpexec/local/approvals.py)."""
     unknown = [name for name in task.spec.mcp_servers if name not in servers]
     if unknown:
         raise TaskError(f"unknown MCP server(s) {unknown}; the servers file defines {sorted(servers)}")
@@ -332,9 +336,17 @@ async def run_task(
     gateway = await local_gateway(
         {name: servers[name] for name in task.spec.mcp_servers}, [task.spec.pii], redis_url, llm
     )
+    approver: asyncio.Task[None] | None = None
     try:
         await serve_sandboxes(gateway, socket)
         token = gateway.register_task(task, ttl_seconds=task.spec.timeout_seconds + 60)
+        context = gateway.context(task.task_id)
+        assert context is not None
+        approver = asyncio.create_task(
+            TerminalApprover(approved).answer(
+                gateway.core, context, await gateway.core.approvals.holds.cursor(context.scope)
+            )
+        )
         run = sandbox_run(task, paths, token)
         log.info("sandbox starting", extra={"task": task.task_id, "sandbox": sandbox.name, "run": str(paths.workspace)})
         started = time.monotonic()
@@ -351,6 +363,8 @@ async def run_task(
         )
         usage = gateway.usage(task.task_id)
     finally:
+        if approver is not None:
+            approver.cancel()
         await gateway.stop()
         shutil.rmtree(paths.socket.parent, ignore_errors=True)
     # The gateway counted the calls it served; the sandbox's own count cannot inflate or hide them.

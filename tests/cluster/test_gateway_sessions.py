@@ -127,15 +127,18 @@ def _resigned(cluster: ControlPlane, token: str, expires_in: int) -> str:
     return jwt.encode(claims, key, algorithm="RS256", headers={"kid": jwt.get_unverified_header(token)["kid"]})
 
 
-def _ready_session(namespace: str, name: str, pod: dict[str, Any], **spec: Any) -> dict[str, Any]:
-    """An AgentSession with the status the operator writes when it claims `pod` for it."""
+def _ready_session(
+    namespace: str, name: str, pod: dict[str, Any], policy: dict[str, Any] = CEILING, **spec: Any
+) -> dict[str, Any]:
+    """An AgentSession with the status the operator writes when it claims `pod` for it (`policy`: the template's
+    when it was claimed)."""
     created = create_session(namespace, name, POOL, **spec)
     pod_name, uid = pod["metadata"]["name"], pod["metadata"]["uid"]
     status = {
         "phase": "Ready",
         "reason": "SandboxClaimed",
         "podName": pod_name,
-        "claim": {"pool": POOL, "podName": pod_name, "podUID": uid, "policy": CEILING},
+        "claim": {"pool": POOL, "podName": pod_name, "podUID": uid, "policy": policy},
     }
     client.CustomObjectsApi().patch_namespaced_custom_object_status(
         GROUP, VERSION, namespace, AGENTSESSION_PLURAL, name, {"status": status}

@@ -24,13 +24,14 @@ from mcp.server.transport_security import TransportSecuritySettings
 from starlette.types import ASGIApp
 
 from gateway.cluster.auth import session_context
+from gateway.cluster.people.approvals import APPROVE_SUBRESOURCE
 from gateway.cluster.people.sessions import ClusterSessions
 from gateway.context import TaskContext
-from gateway.errors import GatewayError, NotFound
+from gateway.errors import Forbidden, GatewayError, NotFound
 from gateway.executions.broker import ANSWER_GRACE_SECONDS
 from gateway.executions.models import MAX_TIMEOUT_SECONDS
 from gateway.web.auth import bearer_token
-from gateway.web.mcp_front_door import front_door
+from gateway.web.mcp_front_door import Asking, front_door
 from gateway.web.mcp_session_registry import IDLE_SECONDS, McpSessionRegistry, mcp_session_request
 from mcpexec.api.agentsession import SessionPhase
 from mcpexec.api.meta import API_VERSION, DNS1123_LABEL, GROUP
@@ -80,6 +81,25 @@ class ClusterFrontDoor:
         except GatewayError as exc:
             raise ToolError(f"{exc.code}: {exc.message}") from None
 
+    async def asking_of(self, ctx: Context, session: TaskContext) -> Asking:
+        """The client's user decides the session's held calls through elicitation if RBAC lets them approve them
+        (`create` on `agentsessions/approve`): running code in a session does not give that right."""
+        request, _key = mcp_session_request(ctx)
+        namespace, name = session.task.metadata.namespace, session.task.metadata.name
+        how = (
+            f"A person with the right to approve (the chart's approver role) approves it: `kubectl mcpexec approve "
+            f"{name} {{digest}} -n {namespace} --session`, or POST /v1/approvals/{namespace}/agentsessions/{name}/"
+            '{digest} with {{"decision": "approve"}} on this port.'
+        )
+        try:
+            user = await self._sessions.users.user(bearer_token(request.headers.get("authorization")))
+            await self._sessions.users.require(user, "create", namespace, name, APPROVE_SUBRESOURCE)
+        except Forbidden:
+            return Asking(None, how)
+        except GatewayError as exc:
+            raise ToolError(f"{exc.code}: {exc.message}") from None
+        return Asking(str(user["username"]), how)
+
     async def _create(self, namespace: str, pool: str, username: str) -> _Opened:
         """An AgentSession of `pool` for `username`, once Ready (the caller's rights were checked by `_admit`)."""
         body = {
@@ -126,7 +146,7 @@ class ClusterFrontDoor:
 
     def app(self) -> ASGIApp:
         """The SDK's streamable HTTP app behind the caller's checks and the registry's (mcp_session_registry.py)."""
-        inner = front_door(self._sessions.core, self.session_of).streamable_http_app(
+        inner = front_door(self._sessions.core, self.session_of, self.asking_of).streamable_http_app(
             streamable_http_path=PATH,
             session_idle_timeout=IDLE_SECONDS,
             # Bearer tokens, no ambient credentials: DNS rebinding gains an attacker nothing here.

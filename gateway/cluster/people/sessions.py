@@ -29,6 +29,7 @@ from gateway.executions.errors import ExecutionError, InvalidExecutionId
 from gateway.executions.models import (
     DEFAULT_IDLE_TIMEOUT_SECONDS,
     EXECUTION_ID_PATTERN,
+    ApprovalEvent,
     ErrorEvent,
     ExecuteRequest,
     Execution,
@@ -37,6 +38,7 @@ from gateway.executions.models import (
     ExecutionStatus,
     OutcomeEvent,
 )
+from gateway.web.approval_watch import alongside, changes
 from mcpexec.api.agentsession import MAX_LIFETIME_SECONDS, SessionPhase
 from mcpexec.api.status import AgentSessionStatus, SessionUsage
 from mcpexec.api.timestamps import now
@@ -75,12 +77,12 @@ def _idle_timeout(document: dict[str, Any]) -> float:
     return float((document.get("spec") or {}).get("idleTimeoutSeconds") or DEFAULT_IDLE_TIMEOUT_SECONDS)
 
 
-def _json_line(line: Line | ExecutionLine | ErrorEvent) -> str:
+def _json_line(line: Line | ExecutionLine | ErrorEvent | ApprovalEvent) -> str:
     shown = OutcomeEvent(outcome=line) if isinstance(line, ExecutionResult) else line
-    return shown.model_dump_json(by_alias=True) + "\n"
+    return shown.model_dump_json(by_alias=True, exclude_none=isinstance(line, ApprovalEvent)) + "\n"
 
 
-async def _relay(execution_id: str, lines: AsyncIterator[Line]) -> AsyncIterator[str]:
+async def _relay(execution_id: str, lines: AsyncIterator[Line | ApprovalEvent]) -> AsyncIterator[str]:
     """An execution's lines as NDJSON: its id first, last its outcome or the error that ended it (with its state)."""
     yield _json_line(ExecutionLine(execution_id=execution_id))
     try:
@@ -133,15 +135,27 @@ class ClusterSessions:
     async def stream(
         self, token: str | None, namespace: str, name: str, request: ExecuteRequest, execution_id: str | None = None
     ) -> tuple[str, AsyncIterator[str]]:
-        """`execute`, its events as JSON lines: its id first, what the code prints as it prints it, last the outcome
-        (or the error that ended it). Whatever is refused before the code is queued raises, as `execute` does."""
+        """`execute`, its events as JSON lines: its id first, what the code prints as it prints it, each call of the
+        session held for approval (and its decision) as it happens, last the outcome (or the error that ended it).
+        Whatever is refused before the code is queued raises, as `execute` does."""
         checked_id(execution_id)
         document = await self.authorized(token, namespace, name)
         scope = await self.touch(document, _wait_seconds(request))
         execution = await self.core.executions.start(
-            scope, request.code, request.timeout_seconds, True, _idle_timeout(document), execution_id, queued=False
+            scope,
+            request.code,
+            request.timeout_seconds,
+            True,
+            _idle_timeout(document),
+            execution_id,
+            queued=False,
+            approval=request.approval,
         )
-        return execution.id, self._streamed(document, scope, execution)
+        try:  # before it is queued: every call it makes is held after this
+            cursor: str | None = await self.core.approvals.holds.cursor(scope)
+        except GatewayError:  # the held calls' store away: the stream goes on without them
+            cursor = None
+        return execution.id, self._streamed(document, scope, execution, cursor)
 
     async def status(self, token: str | None, namespace: str, name: str, execution_id: str) -> ExecutionStatus:
         """What became of one of the session's executions (re-attaching to it), authorized as `execute`."""
@@ -157,9 +171,14 @@ class ClusterSessions:
         lines = await self.core.executions.follow(session_key(document), _known_id(execution_id), after)
         return _relay(execution_id, lines)
 
-    async def _streamed(self, document: dict[str, Any], scope: str, execution: Execution) -> AsyncIterator[str]:
+    async def _streamed(
+        self, document: dict[str, Any], scope: str, execution: Execution, cursor: str | None
+    ) -> AsyncIterator[str]:
+        lines: AsyncIterator[Line | ApprovalEvent] = self._submitted(scope, execution)
+        if cursor is not None:
+            lines = alongside(lines, changes(self.core, scope, cursor))
         try:
-            async for line in _relay(execution.id, self._submitted(scope, execution)):
+            async for line in _relay(execution.id, lines):
                 yield line
         finally:
             await self._record(document, self._activity[scope])
@@ -187,6 +206,7 @@ class ClusterSessions:
                 request.timeout_seconds,
                 idle_timeout_seconds=_idle_timeout(document),
                 execution_id=execution_id,
+                approval=request.approval,
             )
         finally:
             await self._record(document, self._activity[scope])

@@ -1,5 +1,7 @@
 """`/v1/approvals/{callId}`: a sandbox waits for the decision on a call of its own held for approval (any replica
-answers: the held calls are shared), then sends the call again under the same call id (docs/approvals.md)."""
+answers: the held calls are shared), then sends the call again under the same call id; `/v1/approvals/plans/{planId}`:
+a plan's dry run is over, its recorded calls are held as one for a person to approve, waited for as its call id
+(docs/approvals.md)."""
 
 from __future__ import annotations
 
@@ -24,6 +26,11 @@ class ApprovalDecision(BaseModel):
     reason: str
 
 
+class PlanSubmitted(BaseModel):
+    state: Literal["pending", "empty"]
+    digest: str | None = None
+
+
 def router(core: GatewayCore) -> APIRouter:
     routes = APIRouter()
 
@@ -43,5 +50,12 @@ def router(core: GatewayCore) -> APIRouter:
         if answer is None:
             return Response(status_code=204)
         return ApprovalDecision(state=answer.state, tool=answer.tool, digest=answer.digest, reason=answer.reason)
+
+    @routes.post("/v1/approvals/plans/{plan_id}", responses=ERROR_RESPONSES, response_model=PlanSubmitted)
+    async def submit(ctx: Caller, plan_id: Annotated[str, Path(pattern=r"^[A-Za-z0-9_-]{8,64}$")]) -> PlanSubmitted:
+        """The plan's dry run is over: `pending` (its calls are held as one, `digest`: wait for the decision at
+        `/v1/approvals/{planId}`), or `empty` (it recorded no call: nothing to approve, the dry run was the run)."""
+        plan = await core.approvals.submit(ctx, plan_id)
+        return PlanSubmitted(state="empty") if plan is None else PlanSubmitted(state="pending", digest=plan.digest)
 
     return routes

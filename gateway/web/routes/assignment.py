@@ -41,6 +41,7 @@ class Assignment(BaseModel):
     max_turns: int = Field(alias="maxTurns")
     timeout_seconds: int = Field(alias="timeoutSeconds")
     egress: EgressPolicy | None = None  # granted egress: the runtime points the task's tools at the gateway's proxy
+    approval: Literal["plan"] | None = None  # the code runs as a plan (docs/approvals.md)
 
 
 async def assignment(core: GatewayCore, token: str | None, wait: float) -> Assignment | None:

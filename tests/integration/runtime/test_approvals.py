@@ -1,8 +1,9 @@
 """A call held for approval, from the sandbox's side: the real runtime (stdlib only) against a gateway whose held
-calls are in a real redis-server, its tool the demo server. Its `call_tool` returns once a person decided: approved,
-the tool runs once with the real value; denied, ApprovalDenied (the person's reason); not decided before the task's
-deadline, ApprovalTimeout. The person's decision here goes to the gateway's gate in-process (the cluster's approval
-API over it: tests/cluster/test_approvals.py)."""
+calls are in a real redis-server (a cluster's way) or in its own process (`mcpexec run`'s), its tool the demo
+server. Its `call_tool` returns once a person decided: approved, the tool runs once with the real value; denied,
+ApprovalDenied (the person's reason); not decided before the task's deadline, ApprovalTimeout. The person's
+decision here goes to the gateway's gate in-process (the cluster's approval API over it:
+tests/cluster/test_approvals.py)."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from gateway.approvals.gate import Subject
-from mcpexec.api.approval import PendingCall
+from mcpexec.api.approval import PendingApproval
 from mcpexec.api.timestamps import now
 from tests.integration.runtime.conftest import RuntimeHarness, runtime_harness, start_runtime
 from tests.support.components import redis_server
@@ -33,13 +34,17 @@ except ApprovalTimeout as exc:
 """
 
 
-@pytest.fixture(scope="module")
-def harness() -> Iterator[RuntimeHarness]:
+@pytest.fixture(scope="module", params=["redis", "in-process"])
+def harness(request: pytest.FixtureRequest) -> Iterator[RuntimeHarness]:
+    if request.param == "in-process":
+        with runtime_harness() as shared:
+            yield shared
+        return
     with redis_server() as url, runtime_harness(redis_url=url) as shared:
         yield shared
 
 
-def _held(harness: RuntimeHarness, subject: Subject, timeout: float = 30) -> PendingCall:
+def _held(harness: RuntimeHarness, subject: Subject, timeout: float = 30) -> PendingApproval:
     gate = harness.gateway.gateway.core.approvals
     give_up = time.monotonic() + timeout
     while time.monotonic() < give_up:
