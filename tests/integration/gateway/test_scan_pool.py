@@ -63,3 +63,27 @@ def test_a_caller_that_goes_away_leaves_the_next_scan_its_own_answer() -> None:
     small, big = asyncio.run(scans())
     assert small == detect_all(PROTECTION, TEXTS)
     assert big == detect_all(PROTECTION, large)
+
+
+def test_scans_of_other_tasks_waiting_for_a_worker_are_the_backlog() -> None:
+    """While one task's large scan holds the only worker, other tasks' scans wait for it and are counted; a task's
+    second scan waits for its own turn and is not (the backlog the PII scan alert watches is many tasks')."""
+    large = ["(202) 555-0143 " * 70_000]  # a scan of a good part of a second
+
+    async def scans() -> tuple[int, int]:
+        pool = ScanPool(workers=1)
+        try:
+            await pool("warm/uid", PROTECTION, ["warm"])
+            first = asyncio.create_task(pool("a/uid", PROTECTION, large))
+            await asyncio.sleep(0.01)
+            others = [asyncio.create_task(pool(scope, PROTECTION, TEXTS)) for scope in ("b/uid", "c/uid", "b/uid")]
+            for _ in range(20):  # each has run up to what it waits for: a worker, or b's second its turn's lock
+                await asyncio.sleep(0)
+            assert not first.done()
+            held = pool.waiting
+            await asyncio.gather(first, *others)
+            return held, pool.waiting
+        finally:
+            pool.close()
+
+    assert asyncio.run(scans()) == (2, 0)
