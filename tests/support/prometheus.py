@@ -15,7 +15,7 @@ from pydantic import BaseModel
 from controller import metrics as operator_metrics
 from gateway.egress.accounting import EgressAccounting
 from gateway.telemetry.metrics import GatewayMetrics
-from tests.support.components import REPO
+from tests.support.components import built_by
 
 # The samples each metric type exposes, by suffix (prometheus_client's families are named without `_total`).
 _SUFFIXES = {"counter": ("_total", "_created"), "gauge": ("",), "histogram": ("_bucket", "_count", "_sum", "_created")}
@@ -24,13 +24,7 @@ _SUFFIXES = {"counter": ("_total", "_created"), "gauge": ("",), "histogram": ("_
 @functools.cache
 def tools_dir() -> Path:
     """Where promtool and promql-names are: built (once) if need be."""
-    done = subprocess.run(
-        ["bash", str(REPO / "tests" / "support" / "build-prometheus-tools.sh")],
-        check=True,
-        capture_output=True,
-        text=True,
-    )
-    return Path(done.stdout.strip().splitlines()[-1])
+    return built_by("tests/support/build-prometheus-tools.sh")
 
 
 def promtool(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
