@@ -99,6 +99,7 @@ class GatewayCore:
         # A minimum this gateway cannot detect is a configuration error: said at start, not per task.
         backends.ner(config.pii_minimum)
         self.scans = ScanPool()
+        self.metrics.pii_scans_waiting.set_function(lambda: self.scans.waiting)
         self.tokenizer = PiiTokenizer(
             backends.vault,
             self.limits.vault_ttl_seconds,

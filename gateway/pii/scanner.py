@@ -136,6 +136,7 @@ class ScanPool:
         self._workers = workers
         self._running: set[_Worker] = set()
         self._turns: dict[str, asyncio.Lock] = {}
+        self.waiting = 0  # scans holding their task's turn, waiting for a free worker: the scan backlog
 
     async def __call__(self, scope: str, protection: Protection, texts: list[str]) -> Found:
         # Shielded: a caller that goes away leaves its scan to finish, holding its task's turn, so that its worker's
@@ -152,7 +153,11 @@ class ScanPool:
             for _ in range(self._workers):
                 self._idle.put_nowait(None)  # a worker to start when first needed
         idle = self._idle  # the pool's, even if it is closed meanwhile
-        worker = await idle.get()
+        self.waiting += 1
+        try:
+            worker = await idle.get()
+        finally:
+            self.waiting -= 1
         try:
             if worker is None:
                 worker = await _Worker.start()

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from prometheus_client import CollectorRegistry, Counter, Histogram
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 # The server and tool labels of calls to tools the task's catalog does not have: one series, not one per name.
 UNKNOWN_LABEL = "(unknown)"
@@ -39,6 +39,14 @@ class GatewayMetrics:
             "mcpexec_gateway_approvals",
             "Calls held for a person's approval, by event: held, approved, denied, expired, ran (taken to run).",
             ["event"],
+            registry=self.registry,
+        )
+        # Read when scraped (core.py sets its function to the scan pool's count): scans that hold their task's turn
+        # and wait for a free worker process. At most one per task, so a backlog is many tasks' scans, not one
+        # task's flood (that waits for its own turn, uncounted).
+        self.pii_scans_waiting = Gauge(
+            "mcpexec_gateway_pii_scans_waiting",
+            "PII scans waiting for a free scan worker process (at most one per task).",
             registry=self.registry,
         )
         # A call's two series by its labels: looking them up costs a lock and a few string checks every call.

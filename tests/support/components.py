@@ -25,6 +25,13 @@ NPM_BIN = REPO / "tests" / "mcp-servers" / "node_modules" / ".bin"
 PY_SERVERS_BIN = CACHE_ROOT / "mcp-servers-py" / "bin"
 
 
+def built_by(script: str) -> Path:
+    """What a build script of the repository (`script`, its path) built: the directory it prints last. The scripts
+    build from the Go module proxy once and cache outside the work tree, keyed by version."""
+    done = subprocess.run(["bash", str(REPO / script)], check=True, capture_output=True, text=True)
+    return Path(done.stdout.strip().splitlines()[-1])
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

@@ -27,7 +27,7 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 from kubernetes import client, config
 
-from tests.support.components import REPO, free_port
+from tests.support.components import built_by, free_port
 
 ADMIN_USER = "mcpexec-test-admin"
 CONTROLLERS = "garbagecollector,job,namespace,serviceaccount,serviceaccount-token"
@@ -35,13 +35,7 @@ CONTROLLERS = "garbagecollector,job,namespace,serviceaccount,serviceaccount-toke
 
 def binaries_dir() -> Path:
     """Where kube-apiserver, kube-controller-manager and etcd are: built (once) if need be."""
-    out = subprocess.run(
-        ["bash", str(REPO / "tests" / "cluster" / "build-control-plane.sh")],
-        check=True,
-        capture_output=True,
-        text=True,
-    )
-    return Path(out.stdout.strip().splitlines()[-1])
+    return built_by("tests/cluster/build-control-plane.sh")
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field
 
 from mcpexec.api.meta import GROUP
-from tests.support.components import REPO
+from tests.support.components import REPO, built_by
 
 GITOPS = REPO / "deploy" / "gitops"
 ARGO_CUSTOMIZATIONS = GITOPS / "argocd" / "resource_customizations"
@@ -48,10 +48,7 @@ class Judgement(BaseModel):
 @functools.cache
 def tools_dir() -> Path:
     """Where gitops-check and kubeconform are: built (once) if need be."""
-    done = subprocess.run(
-        ["bash", str(REPO / "tests" / "support" / "build-gitops-tools.sh")], check=True, capture_output=True, text=True
-    )
-    return Path(done.stdout.strip().splitlines()[-1])
+    return built_by("tests/support/build-gitops-tools.sh")
 
 
 def argo_scripts() -> dict[str, str]:

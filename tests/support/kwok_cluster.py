@@ -9,7 +9,6 @@ kubelet's 110: a run leaves thousands of finished pods bound) so scheduling, not
 
 from __future__ import annotations
 
-import subprocess
 from collections.abc import Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack, contextmanager
@@ -18,7 +17,7 @@ from pathlib import Path
 
 from kubernetes import client
 
-from tests.support.components import REPO
+from tests.support.components import built_by
 from tests.support.control_plane import ControlPlane, binaries_dir, control_plane, spawn
 
 NODE_ANNOTATION = "kwok.x-k8s.io/node"
@@ -136,10 +135,7 @@ class KwokCluster:
 
 def kwok_binary() -> Path:
     """kwok, built once from the Go module proxy and cached (tests/support/build-kwok.sh)."""
-    out = subprocess.run(
-        ["bash", str(REPO / "tests" / "support" / "build-kwok.sh")], check=True, capture_output=True, text=True
-    )
-    return Path(out.stdout.strip().splitlines()[-1]) / "kwok"
+    return built_by("tests/support/build-kwok.sh") / "kwok"
 
 
 def fake_node(name: str) -> dict[str, object]:
