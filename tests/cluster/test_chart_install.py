@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from kubernetes import client, config
+from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
 from tests.support.chart import CHART, helm
@@ -26,8 +26,9 @@ RESTRICTED = {f"pod-security.kubernetes.io/{mode}": "restricted" for mode in ("e
 
 @pytest.fixture(scope="module")
 def kubeconfig() -> Iterator[Path]:
-    with control_plane(with_controller_manager=False) as cp:
-        config.load_kube_config(config_file=str(cp.kubeconfig))
+    # Its own control plane as the default client while the module runs, and the one before it (the cluster tier's)
+    # after: tests that run later, in this module's order, still reach theirs.
+    with control_plane(with_controller_manager=False) as cp, cp.as_default_client():
         yield cp.kubeconfig
 
 
