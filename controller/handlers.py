@@ -9,16 +9,18 @@ from __future__ import annotations
 import asyncio
 import logging
 import secrets
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from typing import Any
 
 import kopf
+from kubernetes.client.exceptions import ApiException
 from prometheus_client import start_http_server
 
 from controller import leftovers, pools, reported, runs, sessions, tasks
 from controller.diffbase import DigestedDiffBaseStorage
-from controller.kube import EVENT_THREADS, SIDE_THREADS, WATCHED_API_VERSIONS, Cluster, api_client
+from controller.kube import EVENT_THREADS, SIDE_THREADS, WATCHED_API_VERSIONS, Cluster, api_client, namespace_going
 from controller.metrics import POOL_SANDBOXES, TASK_PHASES
 from controller.serial import OneAtATime
 from controller.settings import OperatorSettings
@@ -163,7 +165,8 @@ async def task_seen(type: str | None, body: kopf.Body, memo: kopf.Memo, **_: Any
 def _start_task(memo: kopf.Memo, namespace: str, name: str, uid: str) -> None:
     document = memo.cluster.task(namespace, name)
     if document is not None and document["metadata"]["uid"] == uid:
-        tasks.reconcile(memo.cluster, memo.settings, document)
+        with _unless_namespace_going(namespace):
+            tasks.reconcile(memo.cluster, memo.settings, document)
 
 
 @kopf.on.event(*POOLS)
@@ -208,9 +211,21 @@ def _pool_work(memo: kopf.Memo, namespace: str, name: str) -> Callable[[], None]
         if document is None:
             POOL_SANDBOXES.observe(namespace, name, None)
             return
-        pools.reconcile(cluster, memo.settings, document)
+        with _unless_namespace_going(namespace):
+            pools.reconcile(cluster, memo.settings, document)
 
     return reconcile
+
+
+@contextmanager
+def _unless_namespace_going(namespace: str) -> Iterator[None]:
+    """A reconcile in a namespace being deleted ends quietly: what it would make is refused, and what is there goes."""
+    try:
+        yield
+    except ApiException as exc:
+        if not namespace_going(exc):
+            raise
+        logger.info("namespace %s is being deleted; nothing to reconcile in it", namespace)
 
 
 @kopf.on.resume(*POOLS, id="pool-resume")
@@ -247,7 +262,8 @@ async def session_seen(type: str | None, body: kopf.Body, memo: kopf.Memo, **_: 
 def _start_session(memo: kopf.Memo, namespace: str, name: str, uid: str) -> None:
     document = memo.cluster.session(namespace, name)
     if document is not None and document["metadata"]["uid"] == uid:
-        sessions.reconcile(memo.cluster, memo.settings, document)
+        with _unless_namespace_going(namespace):
+            sessions.reconcile(memo.cluster, memo.settings, document)
 
 
 @kopf.on.startup()

@@ -78,6 +78,12 @@ def _parsed(response: Any) -> dict[str, Any]:
     return cast(dict[str, Any], json.loads(data))
 
 
+def namespace_going(exc: BaseException) -> bool:
+    """Whether an API error says the namespace is being deleted: nothing may be made in it any more, and what is in
+    it goes with it (a reconcile there has nothing left to do)."""
+    return isinstance(exc, ApiException) and exc.status == 403 and "NamespaceTerminating" in str(exc.body or "")
+
+
 def _pages(lister: Callable[..., Any], **params: Any) -> Iterator[dict[str, Any]]:
     """A list call's pages (LIST_PAGE items each), one snapshot: the continue token keeps the first page's version."""
     token: str | None = None

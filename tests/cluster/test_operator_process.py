@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import signal
+import threading
 from typing import Any
 
 from kubernetes import client
@@ -19,7 +20,7 @@ from tests.support.components import free_port
 from tests.support.control_plane import ControlPlane
 from tests.support.malformed import agenttask
 
-TASKS = 120
+TASKS = 60
 
 
 def _jobs(namespace: str) -> list[Any]:
@@ -32,11 +33,13 @@ def test_sigkill_mid_reconcile_then_restart_loses_nothing_and_duplicates_nothing
     health, metrics = free_port(), free_port()
     with operator_process(cluster, health, metrics) as first:
         wait_for(lambda: get(f"http://127.0.0.1:{health}/healthz"), 60, "operator liveness")
-        for i in range(TASKS):
-            create_task(namespace, agenttask(f"burst-{i}"))
+        # Tasks keep coming while the operator works; it is killed once it has made its first Jobs.
+        burst = threading.Thread(target=lambda: [create_task(namespace, agenttask(f"burst-{i}")) for i in range(TASKS)])
+        burst.start()
         wait_for(lambda: len(_jobs(namespace)) >= 3, 60, "the first jobs")
         os.kill(first.pid, signal.SIGKILL)
         first.wait()
+        burst.join()
     made_before_kill = len(_jobs(namespace))
     assert made_before_kill < TASKS, "the kill should land mid-burst; raise TASKS if the operator got faster"
 
