@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any, TypeVar, cast
+from typing import Any, Generic, TypeVar, cast
 
 import kopf
 from kubernetes import client, config
@@ -41,6 +41,7 @@ log = logging.getLogger(__name__)
 
 _CONFLICT_RETRIES = 5
 T = TypeVar("T")
+S = TypeVar("S", bound=Status)
 RUNTIME_CLASS_CACHE_SECONDS = 10.0
 # An object ensure() created or found is not asked for again this long (a pool's ServiceAccount and NetworkPolicy
 # were ensured on every one of its pods' events: four requests each time).
@@ -58,13 +59,13 @@ JOB_NAME_LABEL = "job-name"  # set by the Job controller on a Job's pods
 
 
 @dataclass(frozen=True)
-class StatusUpdate:
-    """A task status read-modify-write that went through: the task (as written, or as read when there was nothing to
+class StatusUpdate(Generic[S]):
+    """A status read-modify-write that went through: the resource (as written, or as read when there was nothing to
     change, `written` False), its status before, and its status now."""
 
-    task: dict[str, Any]
-    before: AgentTaskStatus
-    after: AgentTaskStatus
+    document: dict[str, Any]
+    before: S
+    after: S
     written: bool
 
 
@@ -235,7 +236,10 @@ class Cluster:
 
     def read_task(self, namespace: str, name: str) -> dict[str, Any] | None:
         """The task as the API server has it now (and so in the store)."""
-        return self._kept("AgentTask", namespace, name, self._read_ours(AGENTTASK_PLURAL, namespace, name))
+        return self._read_kept(AGENTTASK_PLURAL, "AgentTask", namespace, name)
+
+    def _read_kept(self, plural: str, kind: str, namespace: str, name: str) -> dict[str, Any] | None:
+        return self._kept(kind, namespace, name, self._read_ours(plural, namespace, name))
 
     def _kept(self, kind: str, namespace: str, name: str, found: dict[str, Any] | None) -> dict[str, Any] | None:
         if found is None:
@@ -329,35 +333,58 @@ class Cluster:
         name: str,
         change: Callable[[AgentTaskStatus, int], AgentTaskStatus],
         known: dict[str, Any] | None = None,
-    ) -> StatusUpdate | None:
+    ) -> StatusUpdate[AgentTaskStatus] | None:
         """Write `change(status, generation)` (controller/status.py: merge) to the task's status subresource, unless it
         is the status as it is; None when the task is gone. `known`: the task as the caller just read it, tried first
         (no read of its own: a conflict, when it changed since, reads it again)."""
-        cached = known if known is not None else self.store.get("AgentTask", namespace, name)
+        return self._update_status(AGENTTASK_PLURAL, "AgentTask", AgentTaskStatus, namespace, name, change, known)
+
+    def update_session_status(
+        self,
+        namespace: str,
+        name: str,
+        change: Callable[[AgentSessionStatus, int], AgentSessionStatus],
+        known: dict[str, Any] | None = None,
+    ) -> StatusUpdate[AgentSessionStatus] | None:
+        """As update_task_status, for a session: the gateway writes its conditions (AwaitingApproval) too, so a write
+        built from a stale read must not replace them (a merge patch replaces the whole conditions list)."""
+        return self._update_status(
+            AGENTSESSION_PLURAL, "AgentSession", AgentSessionStatus, namespace, name, change, known
+        )
+
+    def _update_status(
+        self,
+        plural: str,
+        kind: str,
+        model: type[S],
+        namespace: str,
+        name: str,
+        change: Callable[[S, int], S],
+        known: dict[str, Any] | None,
+    ) -> StatusUpdate[S] | None:
+        cached = known if known is not None else self.store.get(kind, namespace, name)
         first = [cached] if cached is not None else []
 
-        def attempt() -> StatusUpdate | None:
-            task = first.pop() if first else self.read_task(namespace, name)  # a conflict: read it afresh
-            if task is None:
+        def attempt() -> StatusUpdate[S] | None:
+            document = first.pop() if first else self._read_kept(plural, kind, namespace, name)
+            if document is None:
                 return None
-            current = AgentTaskStatus.of(task)
-            new = change(current, generation(task))
+            current = model.of(document)
+            new = change(current, generation(document))
             if new == current:
-                return StatusUpdate(task, current, current, written=False)
-            body = {"metadata": {"resourceVersion": task["metadata"]["resourceVersion"]}, "status": new.wire()}
+                return StatusUpdate(document, current, current, written=False)
+            body = {"metadata": {"resourceVersion": document["metadata"]["resourceVersion"]}, "status": new.wire()}
             try:
-                written = self.custom.patch_namespaced_custom_object_status(
-                    GROUP, VERSION, namespace, AGENTTASK_PLURAL, name, body
-                )
+                patch = self.custom.patch_namespaced_custom_object_status
+                written = patch(GROUP, VERSION, namespace, plural, name, body)
             except ApiException as exc:
                 if exc.status == 404:
                     return None
                 raise
-            document = cast(dict[str, Any], written)
-            self.store.put("AgentTask", document)
-            return StatusUpdate(document, current, new, written=True)
+            self.store.put(kind, cast(dict[str, Any], written))
+            return StatusUpdate(cast(dict[str, Any], written), current, new, written=True)
 
-        return self._until_no_conflict(f"status of {namespace}/{name}", attempt)
+        return self._until_no_conflict(f"status of {kind} {namespace}/{name}", attempt)
 
     def create_record(self, manifest: Manifest) -> tuple[dict[str, Any], bool]:
         """Create a name's run record (controller/ledger.py), or read the one that exists: (the record, created)."""
@@ -501,11 +528,6 @@ class Cluster:
 
     def list_sessions(self) -> list[dict[str, Any]]:
         return self._list_ours(AGENTSESSION_PLURAL)
-
-    def patch_session_status(self, namespace: str, name: str, status: AgentSessionStatus) -> None:
-        """A merge patch of the session's status: the operator's fields only (the gateway's, lastActivity and
-        usage, are left as they are)."""
-        self._patch_status_ours(AGENTSESSION_PLURAL, namespace, name, status)
 
     def pods(self, namespace: str, selector: str) -> list[dict[str, Any]]:
         listed = _parsed(self.core.list_namespaced_pod(namespace, label_selector=selector, _preload_content=False))

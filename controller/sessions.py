@@ -33,7 +33,6 @@ from mcpexec.api.conditions import (
     ConditionType,
     Progress,
     condition,
-    generation,
     merge_conditions,
     readiness,
 )
@@ -61,11 +60,16 @@ NORMAL_ENDS = (Reason.IDLE_TIMEOUT, Reason.MAX_LIFETIME)
 
 
 def _write(cluster: Cluster, document: dict[str, Any], status: AgentSessionStatus, *conditions: Condition) -> None:
-    observed = generation(document)
-    merged = merge_conditions(AgentSessionStatus.of(document).conditions or [], list(conditions), observed)
+    """The fields `status` sets and `conditions`, merged into the session's status as it is when written (guarded by
+    its resourceVersion): the gateway's own conditions (AwaitingApproval) written since `document` was read stay."""
+    fields = {name: getattr(status, name) for name in status.model_fields_set}
+
+    def change(current: AgentSessionStatus, observed: int) -> AgentSessionStatus:
+        merged = merge_conditions(current.conditions or [], list(conditions), observed)
+        return current.model_copy(update={**fields, "observed_generation": observed, "conditions": merged})
+
     meta = document["metadata"]
-    update = status.model_copy(update={"observed_generation": observed, "conditions": merged})
-    cluster.patch_session_status(meta["namespace"], meta["name"], update)
+    cluster.update_session_status(meta["namespace"], meta["name"], change, known=document)
 
 
 def end(cluster: Cluster, document: dict[str, Any], reason: Reason, message: str) -> None:

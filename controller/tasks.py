@@ -71,28 +71,28 @@ def write_status(
     return update.after
 
 
-def _record_phase(cluster: Cluster, update: StatusUpdate) -> None:
+def _record_phase(cluster: Cluster, update: StatusUpdate[AgentTaskStatus]) -> None:
     """A Kubernetes Event per phase change, so `kubectl describe` tells the task's story."""
     status = update.after
     phase = status.phase or Phase.PENDING
     conditions = status.conditions or []
     latest = find(conditions, ConditionType.FINISHED) or find(conditions, ConditionType.ACCEPTED)
     message = (latest.message if latest else "") or f"task is {phase.value}"
-    cluster.record_event(update.task, phase.value, message, warning=phase in (Phase.FAILED, Phase.TIMED_OUT))
+    cluster.record_event(update.document, phase.value, message, warning=phase in (Phase.FAILED, Phase.TIMED_OUT))
     if phase is Phase.RUNNING:
-        observe_start(update.task["metadata"]["creationTimestamp"], (status.launch_type or LaunchType.COLD).value)
+        observe_start(update.document["metadata"]["creationTimestamp"], (status.launch_type or LaunchType.COLD).value)
 
 
-def _record_outcome(cluster: Cluster, update: StatusUpdate) -> None:
+def _record_outcome(cluster: Cluster, update: StatusUpdate[AgentTaskStatus]) -> None:
     """A launched run's outcome into its name's record (controller/runs.py); a task finished without launching
     (refused, or its name ran) has no record of its own."""
     if not leftovers.launched(update.after):
         return
     finished = find(update.after.conditions or [], ConditionType.FINISHED)
     try:
-        runs.finish(cluster, update.task, update.after.phase or Phase.FAILED, finished.reason if finished else "")
+        runs.finish(cluster, update.document, update.after.phase or Phase.FAILED, finished.reason if finished else "")
     except ApiException as exc:  # the record taken at the start already keeps the name from running again
-        meta = update.task["metadata"]
+        meta = update.document["metadata"]
         log.warning("could not record the outcome of %s/%s: %s", meta["namespace"], meta["name"], exc.status)
 
 

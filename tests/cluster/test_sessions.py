@@ -11,6 +11,9 @@ import pytest
 from kubernetes import client
 
 from controller import sessions
+from controller.kube import Cluster, api_client
+from mcpexec.api.conditions import ConditionType, merge_conditions
+from mcpexec.api.conditions import condition as make_condition
 from mcpexec.api.meta import (
     API_VERSION,
     GROUP,
@@ -20,6 +23,7 @@ from mcpexec.api.meta import (
     SESSION_LABEL,
     VERSION,
 )
+from mcpexec.api.reasons import Reason
 from tests.cluster.kube import condition, play_kubelet, wait_for
 
 AGENTSESSIONS = "agentsessions"
@@ -82,6 +86,29 @@ def wait_session(namespace: str, name: str, phase: str, timeout: float = 60) -> 
 def pod_gone(namespace: str, name: str) -> bool:
     pods = client.CoreV1Api().list_namespaced_pod(namespace).items
     return not any(p.metadata.name == name and p.metadata.deletion_timestamp is None for p in pods)
+
+
+def test_the_operators_write_from_a_stale_read_keeps_the_gateways_condition(namespace: str) -> None:
+    """The operator ends a session from the session as it last saw it, after the gateway wrote AwaitingApproval:
+    the operator's write is guarded by the resourceVersion and merged again on the conflict, so the condition stays.
+    (First in the file: no operator runs yet to write the session in between.)"""
+    create_session(namespace, "stale", "no-such-pool")
+    stale = _custom().get_namespaced_custom_object(GROUP, VERSION, namespace, AGENTSESSIONS, "stale")
+    held = make_condition(ConditionType.AWAITING_APPROVAL, True, "CallsHeld", "1 call(s) wait for a person's approval")
+    written = merge_conditions([], [held], 1)  # as the gateway writes it (gateway/cluster/approval_status.py)
+    body = {
+        "metadata": {"resourceVersion": stale["metadata"]["resourceVersion"]},
+        "status": {"conditions": [c.model_dump(mode="json", by_alias=True, exclude_none=True) for c in written]},
+    }
+    _custom().patch_namespaced_custom_object_status(GROUP, VERSION, namespace, AGENTSESSIONS, "stale", body)
+
+    sessions.end(Cluster(api_client(pool_size=1)), stale, Reason.IDLE_TIMEOUT, "idle past its timeout")
+
+    status = session_status(namespace, "stale")
+    said = {c["type"]: c["status"] for c in status["conditions"]}
+    assert status["phase"] == "Ended"
+    assert said["AwaitingApproval"] == "True"
+    assert said["Ready"] == "False"
 
 
 def test_a_session_claims_a_warm_sandbox_and_its_deletion_deletes_the_pod(
