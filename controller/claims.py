@@ -30,6 +30,11 @@ def _seconds_since(timestamp: str | None) -> float:
     return max(0.0, seconds_since(timestamp))
 
 
+def waited(claimant: dict[str, Any]) -> float:
+    """Seconds, to the millisecond, from the claimant's creation to now: its claim (status.claim.claimSeconds)."""
+    return round(_seconds_since(claimant["metadata"].get("creationTimestamp")), 3)
+
+
 def claim_patch(pod: Pod, task: manifests.Claimant, timeout_seconds: int) -> dict[str, Any]:
     """The pod's new labels (the task's or session's, so its NetworkPolicy selects it too), its only owner (it goes
     with its claimant, and outlives the pool), and the claimant's deadline, counted by the kubelet from the pod's

@@ -151,7 +151,13 @@ def reconcile(cluster: Cluster, settings: OperatorSettings, document: dict[str, 
         _wait(cluster, document, Reason.POOL_EMPTY, message)
         return
     meta = pod["metadata"]
-    claim = Claim(pool=pool_name, policy=template.policy(), pod_name=meta["name"], pod_uid=meta["uid"])
+    claim = Claim(
+        pool=pool_name,
+        policy=template.policy(),
+        pod_name=meta["name"],
+        pod_uid=meta["uid"],
+        claim_seconds=claims.waited(document),
+    )
     created = parse_time(document["metadata"]["creationTimestamp"])
     message = f"claimed sandbox {meta['name']} of SandboxPool {pool_name}"
     ready = AgentSessionStatus(

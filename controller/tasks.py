@@ -396,7 +396,8 @@ def _claimed(
     selects the pod by the task's labels, so the pod stays confined when the pool and its policy are gone)."""
     cluster.ensure(manifests.network_policy(task, settings), task.uid)
     meta = pod["metadata"]
-    claim = ceiling.model_copy(update={"pod_name": meta["name"], "pod_uid": meta["uid"]})
+    waited = claims.waited(document)
+    claim = ceiling.model_copy(update={"pod_name": meta["name"], "pod_uid": meta["uid"], "claim_seconds": waited})
     message = f"claimed sandbox {meta['name']} of SandboxPool {ceiling.pool}"
     observed = _accepted(document, spec, LaunchType.WARM, Reason.SANDBOX_CLAIMED, message)
     observed.pod_name, observed.start_time, observed.claim = meta["name"], now(), claim

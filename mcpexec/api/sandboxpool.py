@@ -109,3 +109,6 @@ class Claim(SpecModel):
     policy: SandboxPolicy
     pod_name: str | None = Field(default=None, alias="podName")
     pod_uid: str | None = Field(default=None, alias="podUID")
+    # From the resource's creation to the claim, as the operator's claim-latency metric measures it (creationTimestamp
+    # has whole seconds, so this reads up to 1 s more than the wait).
+    claim_seconds: float | None = Field(default=None, alias="claimSeconds")

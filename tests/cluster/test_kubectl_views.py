@@ -46,13 +46,14 @@ def test_the_wide_view_and_describe_tell_a_finished_tasks_story(
     broken, export = _columns(wide.stdout)
     assert list(export) == [
         "NAME", "PHASE", "REASON", "MODE", "DURATION", "LAUNCH", "TOOLS", "AGE", "POOL", "POD", "JOB", "STARTED",
-        "TOKENS-IN", "TOKENS-OUT", "MESSAGE",
+        "CLAIM", "TOKENS-IN", "TOKENS-OUT", "MESSAGE",
     ]  # fmt: skip
     pod = task_status(namespace, "export")["podName"]
     assert export | {"AGE": "", "STARTED": "", "DURATION": ""} == {
         "NAME": "export", "PHASE": "Succeeded", "REASON": "Succeeded", "MODE": "code", "DURATION": "",
         "LAUNCH": "Cold", "TOOLS": "7", "AGE": "", "POOL": "", "POD": pod, "JOB": "mcpexec-export",
-        "STARTED": "", "TOKENS-IN": "1200", "TOKENS-OUT": "345", "MESSAGE": "the task's code finished successfully",
+        "STARTED": "", "CLAIM": "", "TOKENS-IN": "1200", "TOKENS-OUT": "345",
+        "MESSAGE": "the task's code finished successfully",
     }  # fmt: skip
     assert export["AGE"] and export["STARTED"] and export["DURATION"].endswith("s")
     assert (broken["PHASE"], broken["REASON"], broken["TOOLS"], broken["MESSAGE"]) == ("Failed", "Failed", "7", ERROR)

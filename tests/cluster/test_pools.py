@@ -185,6 +185,7 @@ def test_a_task_claims_an_idle_sandbox_which_serves_it_once(
     assert status["launchType"] == "Warm" and status["podName"] == pods[0].metadata.name
     claim = status["claim"]
     assert claim["pool"] == "warm" and claim["podUID"] == pods[0].metadata.uid
+    assert claim["claimSeconds"] >= 0  # creation to claim (kubectl get -o wide: CLAIM)
     assert claim["policy"]["tools"] == TEMPLATE["tools"] and claim["policy"]["mcpServers"] == ["crm", "files"]
     assert condition(status, "Accepted")["reason"] == "SandboxClaimed"
     assert "jobName" not in status and not api["batch"].list_namespaced_job(namespace).items

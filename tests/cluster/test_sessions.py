@@ -119,6 +119,7 @@ def test_a_session_claims_a_warm_sandbox_and_its_deletion_deletes_the_pod(
     status = wait_session(namespace, "alice", "Ready")
     assert status["podName"] == pod.metadata.name
     assert status["claim"]["podUID"] == pod.metadata.uid and status["claim"]["pool"] == "interactive"
+    assert status["claim"]["claimSeconds"] >= 0
     assert status["claim"]["policy"]["tools"] == {"allow": ["crm/*"], "deny": []}
     assert status["expiresAt"] and status["lastActivity"] and condition(status, "Claimed")["status"] == "True"
     claimed = client.CoreV1Api().read_namespaced_pod(pod.metadata.name, namespace)
