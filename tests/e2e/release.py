@@ -73,9 +73,9 @@ def wait_task(
         time.sleep(0.5)
 
 
-def crm_server(core: client.CoreV1Api, custom: client.CustomObjectsApi, namespace: str) -> str:
+def crm_server(core: client.CoreV1Api, custom: client.CustomObjectsApi, namespace: str, **spec: Any) -> str:
     """Our demo MCP server in a pod (the gateway image) behind Service `crm`, and MCPServer `crm` naming it over
-    streamable HTTP; returns the pod's IP once it is Ready (listening)."""
+    streamable HTTP (with more of its `spec`, e.g. `approval`); returns the pod's IP once it is Ready (listening)."""
     demo = {
         "metadata": {"name": "crm", "labels": {"app": "crm"}},
         "spec": {
@@ -94,7 +94,7 @@ def crm_server(core: client.CoreV1Api, custom: client.CustomObjectsApi, namespac
     )
     custom.create_namespaced_custom_object(GROUP, API_VERSION, namespace, "mcpservers", {
         "apiVersion": f"{GROUP}/{API_VERSION}", "kind": "MCPServer", "metadata": {"name": "crm"},
-        "spec": {"transport": "streamableHttp", "url": f"http://crm.{namespace}.svc.cluster.local:8080/mcp"},
+        "spec": {"transport": "streamableHttp", "url": f"http://crm.{namespace}.svc.cluster.local:8080/mcp", **spec},
     })  # fmt: skip
     running = wait_phase(core, namespace, "crm", {"Running"})
     deadline = time.monotonic() + 60
