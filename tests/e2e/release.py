@@ -3,6 +3,7 @@ server as an MCPServer, and waiting for AgentTasks to finish."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import time
@@ -111,3 +112,16 @@ async def sent_messages(url: str) -> list[dict[str, Any]]:
         answer = await crm.call_tool("sent_messages", {})
     assert answer.structured_content is not None, answer
     return list(answer.structured_content["result"])
+
+
+def gateway_records(core: client.CoreV1Api, release: str) -> dict[str, list[dict[str, Any]]]:
+    """Per gateway pod of the release, the structured (JSON) records of its log: audit records among them."""
+    pods = core.list_namespaced_pod(release, label_selector="app.kubernetes.io/name=mcpexec-gateway").items
+    return {
+        gateway.metadata.name: [
+            json.loads(line)
+            for line in core.read_namespaced_pod_log(gateway.metadata.name, release).splitlines()
+            if line.startswith("{")
+        ]
+        for gateway in pods
+    }

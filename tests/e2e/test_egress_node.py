@@ -27,7 +27,7 @@ from tests.e2e.node import Node
 from tests.e2e.node_artifacts import PROJECT_VERSION
 from tests.e2e.node_network import POD_SUBNET, SERVICE_CIDR, host_ip
 from tests.e2e.pods import create_namespace, pod, run_to_completion
-from tests.e2e.release import API_VERSION, GROUP, PLURAL, install_release, wait_task
+from tests.e2e.release import API_VERSION, GROUP, PLURAL, gateway_records, install_release, wait_task
 from tests.e2e.sessions import create_pool, wait_pool
 from tests.e2e.test_pools import TEMPLATE
 from tests.support.egress_servers import CaFiles, file_server, make_ca, simple_index
@@ -166,6 +166,15 @@ def test_a_pooled_task_pip_installs_through_the_gateway_while_its_network_policy
     assert "pip 0" in status["result"] and "answer 42" in lines, status["result"]
     refused = next(line for line in lines if line.startswith("other refused:"))
     assert "403" in refused and "not in the task's egress grant" in refused, refused
+    # The gateway's audit log has every connection of the task: to the index's address, and the refusal.
+    audited = [
+        record
+        for records in gateway_records(core, release).values()
+        for record in records
+        if record.get("message") == "egress" and record.get("task") == f"{TEAM}/install"
+    ]
+    assert {(GRANTED, "done"), (OTHER, "not_granted")} <= {(r["host"], r["verdict"]) for r in audited}, audited
+    assert {r["address"] for r in audited if r["verdict"] == "done"} == {host_ip()}, audited
 
     # Asking for the other name, which the namespace has but the pool's template does not: refused at admission.
     wider = {"hosts": [OTHER], "ports": [index_port]}
