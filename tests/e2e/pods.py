@@ -56,10 +56,10 @@ def run_to_completion(core: client.CoreV1Api, ns: str, body: dict[str, Any], tim
     return log
 
 
-def create_namespace(core: client.CoreV1Api) -> str:
-    """A new namespace, once pods can run in it: they need its default ServiceAccount (made by
-    kube-controller-manager)."""
-    name = f"e2e-{uuid.uuid4().hex[:8]}"
+def create_namespace(core: client.CoreV1Api, name: str | None = None) -> str:
+    """A new namespace (`name`, or a fresh one), once pods can run in it: they need its default ServiceAccount (made
+    by kube-controller-manager)."""
+    name = name or f"e2e-{uuid.uuid4().hex[:8]}"
     core.create_namespace({"metadata": {"name": name}})
     deadline = time.monotonic() + 30
     while not core.list_namespaced_service_account(name).items:

@@ -3,6 +3,7 @@ server as an MCPServer, and waiting for AgentTasks to finish."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import time
@@ -73,9 +74,9 @@ def wait_task(
         time.sleep(0.5)
 
 
-def crm_server(core: client.CoreV1Api, custom: client.CustomObjectsApi, namespace: str) -> str:
+def crm_server(core: client.CoreV1Api, custom: client.CustomObjectsApi, namespace: str, **spec: Any) -> str:
     """Our demo MCP server in a pod (the gateway image) behind Service `crm`, and MCPServer `crm` naming it over
-    streamable HTTP; returns the pod's IP once it is Ready (listening)."""
+    streamable HTTP (with more of its `spec`, e.g. `approval`); returns the pod's IP once it is Ready (listening)."""
     demo = {
         "metadata": {"name": "crm", "labels": {"app": "crm"}},
         "spec": {
@@ -94,7 +95,7 @@ def crm_server(core: client.CoreV1Api, custom: client.CustomObjectsApi, namespac
     )
     custom.create_namespaced_custom_object(GROUP, API_VERSION, namespace, "mcpservers", {
         "apiVersion": f"{GROUP}/{API_VERSION}", "kind": "MCPServer", "metadata": {"name": "crm"},
-        "spec": {"transport": "streamableHttp", "url": f"http://crm.{namespace}.svc.cluster.local:8080/mcp"},
+        "spec": {"transport": "streamableHttp", "url": f"http://crm.{namespace}.svc.cluster.local:8080/mcp", **spec},
     })  # fmt: skip
     running = wait_phase(core, namespace, "crm", {"Running"})
     deadline = time.monotonic() + 60
@@ -111,3 +112,16 @@ async def sent_messages(url: str) -> list[dict[str, Any]]:
         answer = await crm.call_tool("sent_messages", {})
     assert answer.structured_content is not None, answer
     return list(answer.structured_content["result"])
+
+
+def gateway_records(core: client.CoreV1Api, release: str) -> dict[str, list[dict[str, Any]]]:
+    """Per gateway pod of the release, the structured (JSON) records of its log: audit records among them."""
+    pods = core.list_namespaced_pod(release, label_selector="app.kubernetes.io/name=mcpexec-gateway").items
+    return {
+        gateway.metadata.name: [
+            json.loads(line)
+            for line in core.read_namespaced_pod_log(gateway.metadata.name, release).splitlines()
+            if line.startswith("{")
+        ]
+        for gateway in pods
+    }

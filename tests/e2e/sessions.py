@@ -13,16 +13,18 @@ from mcpexec.api.meta import AGENTSESSION_PLURAL, SANDBOXPOOL_PLURAL
 from tests.e2e.release import API_VERSION, GROUP, RELEASE_NAMESPACE
 
 SESSION_USER_ROLE = "mcpexec-session-user"  # the release's (named mcpexec) ClusterRole for session users
+APPROVER_ROLE = "mcpexec-approver"  # ...and for those who answer held tool calls (docs/approvals.md)
 SESSIONS_PORT = 8080
 
 
-def session_user(namespace: str, name: str) -> str:
-    """A ServiceAccount standing for a person, bound to the session-user ClusterRole in `namespace`; its token."""
+def session_user(namespace: str, name: str, role: str = SESSION_USER_ROLE) -> str:
+    """A ServiceAccount standing for a person, bound to one of the release's ClusterRoles (the session user's unless
+    told) in `namespace`; its token."""
     core, rbac = client.CoreV1Api(), client.RbacAuthorizationV1Api()
     core.create_namespaced_service_account(namespace, {"metadata": {"name": name}})
     rbac.create_namespaced_role_binding(namespace, {
-        "metadata": {"name": f"{name}-sessions"},
-        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": SESSION_USER_ROLE},
+        "metadata": {"name": f"{name}-{role}"},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": role},
         "subjects": [{"kind": "ServiceAccount", "name": name, "namespace": namespace}],
     })  # fmt: skip
     answer = core.create_namespaced_service_account_token(name, namespace, {"spec": {"expirationSeconds": 3600}})

@@ -23,7 +23,7 @@ from tests.e2e.node import Node
 from tests.e2e.node_artifacts import PROJECT_VERSION, kubectl_binary
 from tests.e2e.node_network import host_ip
 from tests.e2e.pods import pod, run_to_completion
-from tests.e2e.release import API_VERSION, GROUP, PLURAL, VAULT, crm_server, sent_messages, wait_task
+from tests.e2e.release import API_VERSION, GROUP, PLURAL, VAULT, crm_server, gateway_records, sent_messages, wait_task
 
 pytestmark = pytest.mark.e2e
 
@@ -92,15 +92,11 @@ THREADED_CALLS = 8
 
 def _audit_records_by_replica(core: client.CoreV1Api, release: str, task_id: str) -> dict[str, int]:
     """Per gateway pod, how many tool calls of `task_id` its audit log holds."""
-    pods = core.list_namespaced_pod(release, label_selector="app.kubernetes.io/name=mcpexec-gateway").items
-    counts = {}
-    for gateway in pods:
-        log = core.read_namespaced_pod_log(gateway.metadata.name, release)
-        records = [json.loads(line) for line in log.splitlines() if line.startswith("{")]
-        counts[gateway.metadata.name] = sum(
-            r.get("message") == "audit" and r.get("task") == task_id and r.get("action") == "call" for r in records
-        )
-    return counts
+
+    def call(record: dict[str, Any]) -> bool:
+        return record.get("message") == "audit" and record.get("task") == task_id and record.get("action") == "call"
+
+    return {name: sum(map(call, records)) for name, records in gateway_records(core, release).items()}
 
 
 def test_a_task_calls_a_real_mcp_server_through_the_gateway_and_reaches_nothing_else(

@@ -52,9 +52,9 @@ class _Quiet(http.server.SimpleHTTPRequestHandler):
 
 
 @contextlib.contextmanager
-def file_server(root: Path, tls: CaFiles | None = None) -> Iterator[int]:
-    """Serve `root` on a free loopback port (HTTPS with `tls`); yields the port."""
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), partial(_Quiet, directory=str(root)))
+def file_server(root: Path, tls: CaFiles | None = None, host: str = "127.0.0.1") -> Iterator[int]:
+    """Serve `root` on a free port of `host` (loopback unless told; HTTPS with `tls`); yields the port."""
+    server = http.server.ThreadingHTTPServer((host, 0), partial(_Quiet, directory=str(root)))
     if tls is not None:
         context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         context.load_cert_chain(tls.cert_file, tls.key_file)

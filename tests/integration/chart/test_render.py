@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import tomllib
+from ipaddress import ip_address, ip_network
 from typing import Any
 
 import kubernetes_validate
@@ -14,6 +15,7 @@ import pytest
 import yaml
 
 from controller.settings import OperatorSettings
+from gateway.egress.settings import EgressSettings
 from gateway.settings import GatewaySettings, Limits
 from mcpexec.api.pii import DEFAULT_PHONE_REGIONS
 from mcpexec.api.sandboxpool import SandboxPool
@@ -344,6 +346,24 @@ def test_gateway_settings_come_from_values(monkeypatch: pytest.MonkeyPatch) -> N
     assert settings.limits() == Limits(requests_per_second=7, max_request_bytes=16 << 20, max_result_bytes=20 << 20)
     llm = settings.llm()
     assert llm is not None and llm.max_tokens == 2048
+
+
+def test_the_gateways_egress_escape_hatches_come_from_values_and_are_off_by_default(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """`egress.resolve` and `egress.allowedAddresses` (an internal mirror's name and network) reach the gateway's
+    egress settings; by default neither opens anything."""
+    mirror = {"resolve": {"pypi.mirror.internal": ["10.20.0.5"]}, "allowedAddresses": ["10.20.0.0/24"]}
+    for values, resolve, allowed in (
+        ((), {}, []),
+        (("--set-json", f"egress={json.dumps(mirror)}"), {"pypi.mirror.internal": [ip_address("10.20.0.5")]},
+         [ip_network("10.20.0.0/24")]),
+    ):  # fmt: skip
+        for env in _env(_by_kind(render(*values), "Deployment")["rel-mcpexec-gateway"]).values():
+            if env["name"].startswith("MCPEXEC_EGRESS"):
+                monkeypatch.setenv(env["name"], env["value"])
+        settings = EgressSettings()
+        assert (settings.resolve, settings.allowed_addresses) == (resolve, allowed)
 
 
 def test_the_charts_phone_regions_are_the_gateways_default(monkeypatch: pytest.MonkeyPatch) -> None:
