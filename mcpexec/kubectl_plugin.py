@@ -55,8 +55,19 @@ class ApprovalClient:
     def _path(self, name: str) -> str:
         return f"/v1/approvals/{self._namespace}/{self._kind}/{name}"
 
+    def _send(self, method: str, path: str, **options: Any) -> httpx.Response:
+        """The gateway's answer; one that cannot be had is said plainly (a decision may have reached the gateway:
+        asking again is safe, a second decision is refused as already_decided)."""
+        try:
+            return self._http.request(method, path, **options)
+        except httpx.TransportError as exc:
+            raise SystemExit(
+                f"cannot reach the gateway at {self._http.base_url} ({type(exc).__name__}: {exc}); give its people "
+                "port with --gateway or MCPEXEC_GATEWAY_URL (e.g. after kubectl port-forward to the gateway Service)"
+            ) from None
+
     def pending(self, name: str) -> PendingAnswer:
-        answer = self._http.get(self._path(name))
+        answer = self._send("GET", self._path(name))
         if answer.status_code != 200:
             raise SystemExit(_failed(answer))
         return PendingAnswer.model_validate(answer.json())
@@ -73,7 +84,7 @@ class ApprovalClient:
         return found[0]
 
     def decide(self, name: str, digest: str, decision: Decision) -> DecisionAnswer:
-        answer = self._http.post(f"{self._path(name)}/{digest}", json=decision.model_dump())
+        answer = self._send("POST", f"{self._path(name)}/{digest}", json=decision.model_dump())
         if answer.status_code != 200:
             raise SystemExit(_failed(answer))
         return DecisionAnswer.model_validate(answer.json())
