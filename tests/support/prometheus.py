@@ -1,5 +1,5 @@
 """The chart's alerts and dashboard judged by Prometheus' own code: promtool (check rules, test rules) and its PromQL
-parser (tests/support/promql-names), built once and cached by build-prometheus-tools.sh; and the metrics the
+parser (tests/support/promql-names), built once and cached by build-go-tools.sh; and the metrics the
 operator and the gateway register, read from their real registries."""
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ _SUFFIXES = {"counter": ("_total", "_created"), "gauge": ("",), "histogram": ("_
 @functools.cache
 def tools_dir() -> Path:
     """Where promtool and promql-names are: built (once) if need be."""
-    return built_by("tests/support/build-prometheus-tools.sh")
+    return built_by("tests/support/build-go-tools.sh", "prometheus")
 
 
 def promtool(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
