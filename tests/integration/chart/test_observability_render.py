@@ -13,8 +13,6 @@ from typing import Any
 import pytest
 import yaml
 
-import gateway.cluster.serve  # noqa: F401  (imports every module that defines a gateway error)
-from gateway.errors import GatewayError
 from tests.support.chart import render
 from tests.support.prometheus import project_metrics, promtool, selectors
 
@@ -102,14 +100,11 @@ def test_the_alerts_read_only_metrics_that_exist() -> None:
     assert _names(exprs[:10]) - ours <= OTHERS
 
 
-def test_the_5xx_alert_counts_every_server_error_code() -> None:
-    def subclasses(cls: type[GatewayError]) -> list[type[GatewayError]]:
-        return [cls, *(sub for direct in cls.__subclasses__() for sub in subclasses(direct))]
-
-    server_errors = {cls.code for cls in subclasses(GatewayError) if cls.status >= 500}
+def test_the_5xx_alert_counts_answers_by_status() -> None:
+    """Of the gateway's answers by HTTP status, so every error code with a 5xx status counts, and a bare 500 too."""
     expr = _alerts(_rule(render(*ALERTS), "rel-mcpexec-alerts"))["MCPExecGateway5xxRate"]["expr"]
-    [codes] = re.findall(r'code=~"([^"]+)"', expr)
-    assert set(codes.split("|")) == server_errors
+    assert _names([expr]) == {"mcpexec_gateway_http_responses_total"}
+    assert re.findall(r'code=~"([^"]+)"', expr) == ["5.."]
 
 
 @pytest.mark.parametrize(
