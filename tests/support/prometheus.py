@@ -9,16 +9,20 @@ import functools
 import json
 import re
 import subprocess
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import httpx
 from prometheus_client import CollectorRegistry
 from pydantic import BaseModel
 
 from controller import metrics as operator_metrics
 from gateway.egress.accounting import EgressAccounting
 from gateway.telemetry.metrics import GatewayMetrics
-from tests.support.components import built_by
+from tests.support.components import built_by, free_port, wait_for_port
 
 # The samples each metric type exposes, by suffix (prometheus_client's families are named without `_total`).
 _SUFFIXES = {"counter": ("_total", "_created"), "gauge": ("",), "histogram": ("_bucket", "_count", "_sum", "_created")}
@@ -103,3 +107,56 @@ def dashboard_queries(dashboard: dict[str, Any]) -> list[str]:
         assert "$" not in expr, expr
         filled.append(expr)
     return filled
+
+
+class Prometheus:
+    """A real Prometheus server (the cached build) scraping `targets` (job name -> loopback port, as the chart's
+    ServiceMonitors name the jobs, each target labelled with the release's namespace) every second, its data in
+    `workdir`; queried through its HTTP API."""
+
+    def __init__(self, targets: dict[str, int], workdir: Path) -> None:
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        scrapes = [
+            {
+                "job_name": job,
+                "static_configs": [
+                    {"targets": [f"127.0.0.1:{port}"], "labels": {"namespace": GRAFANA_VARIABLES["$namespace"]}}
+                ],
+            }
+            for job, port in targets.items()
+        ]
+        config = workdir / "prometheus.yml"
+        config.write_text(json.dumps({"global": {"scrape_interval": "1s"}, "scrape_configs": scrapes}))
+        self.command = [
+            str(tools_dir() / "prometheus"),
+            f"--config.file={config}",
+            f"--storage.tsdb.path={workdir / 'data'}",
+            f"--web.listen-address=127.0.0.1:{self.port}",
+        ]
+        self._log = workdir / "prometheus.log"
+
+    @contextmanager
+    def running(self) -> Iterator[Prometheus]:
+        with self._log.open("wb") as log:
+            proc = subprocess.Popen(self.command, stdout=log, stderr=log)
+            try:
+                wait_for_port(self.port, proc, "prometheus", 60)
+                while httpx.get(f"{self.url}/-/ready", timeout=10).status_code != 200:  # its storage opened
+                    time.sleep(0.2)
+                yield self
+            finally:
+                proc.terminate()
+                proc.wait(timeout=30)
+
+    def query(self, expr: str) -> list[dict[str, Any]]:
+        """The instant vector `expr` evaluates to now; a query Prometheus refuses fails the test with its error."""
+        answer = httpx.get(f"{self.url}/api/v1/query", params={"query": expr}, timeout=30)
+        body = answer.json()
+        assert answer.status_code == 200 and body["status"] == "success", f"{expr}: {body.get('error', body)}"
+        return list(body["data"]["result"])
+
+    def scrapes(self, job: str) -> int:
+        """How many times `job`'s target was scraped successfully in the last 10 minutes."""
+        found = self.query(f'sum_over_time(up{{job="{job}"}}[10m])')
+        return int(float(found[0]["value"][1])) if found else 0
