@@ -19,6 +19,7 @@ from pathlib import Path
 
 import httpx
 from kubernetes import client
+from kubernetes.client.exceptions import ApiException
 
 from mcpexec.api.meta import API_VERSION, GATEWAY_AUDIENCE, GROUP, MCPSERVER_PLURAL, VERSION
 from tests.cluster import kube
@@ -114,7 +115,18 @@ def _jobs_refused() -> Iterator[str]:
     admission.create_validating_admission_policy_binding({"metadata": {"name": policy}, "spec": binding})
     namespace = kube.create_namespace()
     client.CoreV1Api().patch_namespace(namespace, {"metadata": {"labels": {label: "true"}}})
+
+    def refusing() -> bool:  # the API server applies a new policy once its informer has it
+        pod = {"restartPolicy": "Never", "containers": [{"name": "probe", "image": "probe"}]}
+        job = {"metadata": {"name": "probe"}, "spec": {"template": {"spec": pod}}}
+        try:
+            client.BatchV1Api().create_namespaced_job(namespace, job, dry_run="All")
+        except ApiException as exc:
+            return "no Jobs in this namespace" in str(exc.body)
+        return False
+
     try:
+        wait_for(refusing, what="the admission policy in effect")
         yield namespace
     finally:
         client.CoreV1Api().delete_namespace(namespace)
