@@ -24,14 +24,14 @@ source_key() { cat "$HERE/$1/go.mod" "$HERE/$1/go.sum" "$HERE/$1/main.go" | sha2
 # build DIR TOOL=SOURCE...: each tool missing from $CACHE_ROOT/DIR, from SOURCE, a command's package@version (the
 # tool is named as its last path element) or a program's directory under tests/support; then prints the directory.
 build() {
-  local out="$CACHE_ROOT/$1" spec tool source
+  local out="$CACHE_ROOT/$1" spec tool source lock
   shift
   mkdir -p "$out"
   exec {lock}>"$out/.lock" && flock "$lock"  # one build at a time: tests and helpers share the cache
   for spec in "$@"; do
     tool="${spec%%=*}" source="${spec#*=}"
     [ -x "$out/$tool" ] && continue
-    if [[ "$source" == *@* ]]; then  # into a directory of its own first: a tool is in the set whole or not at all
+    if [[ "$source" == *@* ]]; then  # built aside, then moved in: a tool in the cache is whole
       GOBIN="$out/.$tool.tmp" go install -ldflags "-s -w" "$source"
       mv "$out/.$tool.tmp/$tool" "$out/$tool" && rmdir "$out/.$tool.tmp"
     else
@@ -42,6 +42,7 @@ build() {
   echo "$out"
 }
 
+[ $# -gt 0 ] || { echo "usage: build-go-tools.sh SET... (gitops, kwok, prometheus)" >&2; exit 2; }
 for set in "$@"; do
   case "$set" in
     gitops)
