@@ -26,6 +26,12 @@ class GatewayMetrics:
             registry=self.registry,
         )
         self.errors = Counter("mcpexec_gateway_errors", "Error answers by code.", ["code"], registry=self.registry)
+        self.http_responses = Counter(
+            "mcpexec_gateway_http_responses",
+            "HTTP answers of the sandbox and people APIs by route template and status code.",
+            ["route", "code"],
+            registry=self.registry,
+        )
         self.pii_detections = Counter(
             "mcpexec_gateway_pii_detections", "PII entities tokenized, by type.", ["entity"], registry=self.registry
         )

@@ -3,17 +3,22 @@ else (health, metrics and the API's documentation are on the ops port: gateway/w
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from fastapi import FastAPI
+from starlette.middleware import Middleware
 
 from gateway.core import GatewayCore
 from gateway.web.body_limit import BodyLimit
 from gateway.web.error_responses import install_error_handlers
+from gateway.web.http_responses import HttpResponses
 from gateway.web.routes import approvals, assignment, llm, session_runtime, skills, task_result, tools
 from gateway.web.vault_marks import VaultMarks
 
 
-def gateway_app(core: GatewayCore, title: str, description: str) -> FastAPI:
-    """A FastAPI app of the gateway's: its request limit, its error bodies, no native telemetry, no docs of its own."""
+def gateway_app(core: GatewayCore, title: str, description: str, middleware: Sequence[Middleware] = ()) -> FastAPI:
+    """A FastAPI app of the gateway's: its request limit, its error bodies, its answers counted, no native telemetry,
+    no docs of its own. `middleware`: the app's own, outermost first, between the count and the request limit."""
     app = FastAPI(
         title=title,
         version="1",
@@ -28,6 +33,8 @@ def gateway_app(core: GatewayCore, title: str, description: str) -> FastAPI:
     )
     app.state.core = core
     app.add_middleware(BodyLimit, max_bytes=core.limits.max_request_bytes)
+    app.user_middleware[:0] = middleware
+    app.add_middleware(HttpResponses, counter=core.metrics.http_responses)
     install_error_handlers(app, core.metrics)
     return app
 
@@ -35,8 +42,10 @@ def gateway_app(core: GatewayCore, title: str, description: str) -> FastAPI:
 def create_app(core: GatewayCore) -> FastAPI:
     """The API's areas, in the order of the OpenAPI document: assignment, session runtime, tools, approvals, skills,
     LLM, the task's result."""
-    app = gateway_app(core, "mcpexec gateway", "The only door from an mcpexec sandbox to MCP tools and models.")
-    app.add_middleware(VaultMarks, count_error=lambda code: core.metrics.errors.labels(code).inc())
+    vault_marks = Middleware(VaultMarks, count_error=lambda code: core.metrics.errors.labels(code).inc())
+    app = gateway_app(
+        core, "mcpexec gateway", "The only door from an mcpexec sandbox to MCP tools and models.", [vault_marks]
+    )
     for area in (assignment, session_runtime, tools, approvals, skills, llm, task_result):
         # The routes themselves, not `include_router`: FastAPI 0.165 serves an included router's routes through a
         # matching layer of its own, about 25 us a request, a tenth of what LeanRoute saves the tool call.

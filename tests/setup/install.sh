@@ -103,10 +103,6 @@ wait_all
 if [ "$level" = all ]; then
   log "control plane binaries (built once, cached)"
   bash tests/cluster/build-control-plane.sh >/dev/null
-  log "GitOps check tools: kstatus, Flux CEL, Argo CD Lua, kubeconform (built once, cached)"
-  bash tests/support/build-gitops-tools.sh >/dev/null
-  log "kwok, the scale tier's fake nodes (built once, cached)"
-  bash tests/support/build-kwok.sh >/dev/null
-  log "promtool and the PromQL parser, the chart's alerts' and dashboard's checks (built once, cached)"
-  bash tests/support/build-prometheus-tools.sh >/dev/null
+  log "Go test tools: GitOps checks and kubeconform, kwok, Prometheus, promtool and the PromQL parser (built once, cached)"
+  bash tests/support/build-go-tools.sh gitops kwok prometheus >/dev/null
 fi

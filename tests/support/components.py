@@ -25,10 +25,10 @@ NPM_BIN = REPO / "tests" / "mcp-servers" / "node_modules" / ".bin"
 PY_SERVERS_BIN = CACHE_ROOT / "mcp-servers-py" / "bin"
 
 
-def built_by(script: str) -> Path:
-    """What a build script of the repository (`script`, its path) built: the directory it prints last. The scripts
-    build from the Go module proxy once and cache outside the work tree, keyed by version."""
-    done = subprocess.run(["bash", str(REPO / script)], check=True, capture_output=True, text=True)
+def built_by(script: str, *args: str) -> Path:
+    """What a build script of the repository (`script`, its path; `args`, its arguments) built: the directory it
+    prints last. The scripts build from the Go module proxy once and cache outside the work tree, keyed by version."""
+    done = subprocess.run(["bash", str(REPO / script), *args], check=True, capture_output=True, text=True)
     return Path(done.stdout.strip().splitlines()[-1])
 
 

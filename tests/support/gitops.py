@@ -1,7 +1,7 @@
 """How the GitOps tools judge our objects, by their own code: kstatus (sigs.k8s.io/cli-utils and Flux's fork),
 Flux's CEL health evaluator with our healthCheckExprs, and Argo CD's Lua runtime with our health scripts.
 
-The judging program is tests/support/gitops-check (Go), built once and cached by build-gitops-tools.sh; the scripts
+The judging program is tests/support/gitops-check (Go), built once and cached by build-go-tools.sh; the scripts
 and expressions are the ones shipped in deploy/gitops.
 """
 
@@ -48,7 +48,7 @@ class Judgement(BaseModel):
 @functools.cache
 def tools_dir() -> Path:
     """Where gitops-check and kubeconform are: built (once) if need be."""
-    return built_by("tests/support/build-gitops-tools.sh")
+    return built_by("tests/support/build-go-tools.sh", "gitops")
 
 
 def argo_scripts() -> dict[str, str]:

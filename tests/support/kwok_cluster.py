@@ -1,6 +1,6 @@
 """A simulated cluster for the scale tier: the real control plane (tests/support/control_plane.py) plus the real
-kube-scheduler and kwok (sigs.k8s.io/kwok, tests/support/build-kwok.sh) faking N nodes, so pods are scheduled and go
-Running and Ready (and a Job's pods Succeeded) without kubelets.
+kube-scheduler and kwok (sigs.k8s.io/kwok, tests/support/build-go-tools.sh) faking N nodes, so pods are scheduled
+and go Running and Ready (and a Job's pods Succeeded) without kubelets.
 
 kwok's stages are given explicitly (KWOK_STAGES): a pod is Running and Ready as soon as it is bound to a fake node; a
 pod a Job owns then completes with exit code 0; a deleted pod goes at once. The nodes are large (1,000 pods each, not a
@@ -134,8 +134,8 @@ class KwokCluster:
 
 
 def kwok_binary() -> Path:
-    """kwok, built once from the Go module proxy and cached (tests/support/build-kwok.sh)."""
-    return built_by("tests/support/build-kwok.sh") / "kwok"
+    """kwok, built once from the Go module proxy and cached (tests/support/build-go-tools.sh)."""
+    return built_by("tests/support/build-go-tools.sh", "kwok") / "kwok"
 
 
 def fake_node(name: str) -> dict[str, object]:

@@ -153,6 +153,9 @@ def test_audit_log_and_metrics(small_gateway: GatewayThread, caplog: pytest.LogC
     assert 'mcpexec_gateway_errors_total{code="invalid_arguments"}' in metrics
     assert 'mcpexec_gateway_pii_detections_total{entity="EMAIL"}' in metrics
     assert "mcpexec_gateway_tool_call_seconds_bucket" in metrics
+    call_route = 'route="/v1/tools/{server}/{tool}/call"'
+    assert f'mcpexec_gateway_http_responses_total{{code="200",{call_route}}}' in metrics
+    assert f'mcpexec_gateway_http_responses_total{{code="422",{call_route}}}' in metrics
 
 
 def test_names_from_the_url_do_not_become_metric_series(gateway: GatewayThread) -> None:
@@ -166,7 +169,8 @@ def test_names_from_the_url_do_not_become_metric_series(gateway: GatewayThread) 
     metrics = gateway.metrics()
     assert "nope" not in metrics and "srv1" not in metrics
     assert 'mcpexec_gateway_tool_calls_total{outcome="not_found",server="(unknown)",tool="(unknown)"}' in metrics
-    assert metrics.count("\n") - before < 30  # one new series and its histogram, not 60
+    assert 'mcpexec_gateway_http_responses_total{code="404",route="/v1/tools/{server}/{tool}/call"}' in metrics
+    assert metrics.count("\n") - before < 40  # one new series of each counter and the histogram, not 60
 
 
 def test_a_tasks_usage_is_dropped_when_it_is_unregistered(small_gateway: GatewayThread) -> None:
