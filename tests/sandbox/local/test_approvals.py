@@ -156,6 +156,30 @@ def test_a_2026_answer_decides_only_the_hold_it_was_asked_about(tmp_path: Path, 
     assert _sent(outbox) == [RAW_EMAIL]  # one approval, one run
 
 
+def test_a_2026_client_approves_a_plan_with_one_answer(tmp_path: Path, state_home: Path) -> None:
+    """`approval: plan` through a 2026-07-28 client: one question listing the dry run's calls (tokenized), accepted
+    once; the real run sends each of them once, with the real addresses."""
+    servers, outbox = _servers(tmp_path)
+    asked: list[str] = []
+
+    async def answer(_context: ClientRequestContext, params: types.ElicitRequestParams) -> types.ElicitResult:
+        asked.append(params.message)
+        return types.ElicitResult(action="accept", content={"note": "the team plan, once"})
+
+    async def session() -> str:
+        async with Client(_params(servers, state_home), elicitation_callback=answer, mode=LATEST_MODERN_VERSION) as mcp:
+            arguments = {"code": PLAN, "timeoutSeconds": 120, "approval": "plan"}
+            result = await mcp.call_tool("execute_code", arguments)
+            assert result.structured_content is not None, result.content
+            return str(result.structured_content["stdout"])
+
+    assert asyncio.run(session()).splitlines() == ["C002 sent", "C003 sent"]
+    (question,) = asked
+    assert question.startswith("The code's dry run would make these calls, which need your approval:")
+    assert question.count("- demo/send_message {") == 2 and "[EMAIL_1]" in question and "@" not in question
+    assert sorted(_sent(outbox)) == ["bob.okafor@example.net", "chloe.dubois@example.fr"]
+
+
 def test_mcpexec_serve_tells_a_client_without_elicitation_how_to_approve(tmp_path: Path, state_home: Path) -> None:
     servers, outbox = _servers(tmp_path)
 
