@@ -114,32 +114,21 @@ def test_a_2026_answer_decides_only_the_hold_it_was_asked_about(tmp_path: Path, 
     async def rounds() -> list[types.CallToolResult | types.InputRequiredResult]:
         params = _params(servers, state_home)
         async with Client(params, elicitation_callback=unused, mode=LATEST_MODERN_VERSION) as client:
-            mcp = client.session
-            first = await mcp.call_tool("execute_code", arguments, allow_input_required=True)
+
+            async def call(
+                answer: types.InputResponses | None = None, state: str | None = None
+            ) -> types.CallToolResult | types.InputRequiredResult:
+                return await client.session.call_tool(
+                    "execute_code", arguments, input_responses=answer, request_state=state, allow_input_required=True
+                )
+
+            first = await call()
             assert isinstance(first, types.InputRequiredResult), first
-            approved = await mcp.call_tool(
-                "execute_code",
-                arguments,
-                input_responses=accept,
-                request_state=first.request_state,
-                allow_input_required=True,
-            )
-            second = await mcp.call_tool("execute_code", arguments, allow_input_required=True)
+            approved = await call(accept, first.request_state)
+            second = await call()
             assert isinstance(second, types.InputRequiredResult), second
-            replayed = await mcp.call_tool(  # the first answer, sent again while the second hold waits
-                "execute_code",
-                arguments,
-                input_responses=accept,
-                request_state=first.request_state,
-                allow_input_required=True,
-            )
-            declined = await mcp.call_tool(
-                "execute_code",
-                arguments,
-                input_responses=decline,
-                request_state=second.request_state,
-                allow_input_required=True,
-            )
+            replayed = await call(accept, first.request_state)  # the first answer again, while the second hold waits
+            declined = await call(decline, second.request_state)
             return [first, approved, second, replayed, declined]
 
     first, approved, second, replayed, declined = asyncio.run(rounds())
