@@ -136,7 +136,8 @@ def _how_asked(ctx: Context) -> Literal["request", "input_required"] | None:
 
 async def answered(core: GatewayCore, session: TaskContext, ctx: Context, asking: Asking) -> Asked | None:
     """A 2026-07-28 client's next round (its `requestState` and answer): the held call it was asked about decided as
-    the user answered, if that very hold is still pending; what the round goes on with. None: a first round."""
+    the user answered, if that very hold (its call id) is still pending; what the round goes on with. None: a first
+    round."""
     if ctx.request_state is None:
         return None
     try:
@@ -152,10 +153,8 @@ async def answered(core: GatewayCore, session: TaskContext, ctx: Context, asking
         note = ApprovalNote.model_validate(answer.content or {}).note if answer.action == "accept" else ""
     except ValidationError:
         raise ToolError("invalid_params: the answer does not match the approval question's form") from None
-    record = await core.approvals.holds.record(session.scope, asked.digest)
-    if record is not None and record.state == "pending" and record.call_id == asked.call_id:
-        approve, reason = _verdict(answer.action, note)
-        await _decide(core, Subject.of(session), asked.digest, approve, asking.approver, reason)
+    approve, reason = _verdict(answer.action, note)
+    await _decide(core, Subject.of(session), asked.digest, approve, asking.approver, reason, asked.call_id)
     return asked
 
 
@@ -197,7 +196,10 @@ async def ask(
     raise AssertionError("changes() follows the log until cancelled")
 
 
-async def _decide(core: GatewayCore, subject: Subject, digest: str, approve: bool, approver: str, reason: str) -> None:
-    """Decided unless someone else decided first (through the approval API), or its task is gone."""
+async def _decide(
+    core: GatewayCore, subject: Subject, digest: str, approve: bool, approver: str, reason: str, held_as: str = ""
+) -> None:
+    """Decided unless someone else decided first (through the approval API), or its task (or, with `held_as`, that
+    hold of it) is gone."""
     with contextlib.suppress(AlreadyDecided, NotFound):
-        await core.approvals.decide(subject, digest, approve, approver, reason)
+        await core.approvals.decide(subject, digest, approve, approver, reason, held_as)
