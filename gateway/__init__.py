@@ -12,9 +12,9 @@ module only imports from its own layer or below, see .importlinter):
 - `local/`     local mode: the in-process gateway on a Unix socket and its per-task tokens
 - `web/`       the v1 HTTP API (docs/contracts.md): app (its routers, one per area, in `routes/`), bearer auth, error
                bodies, lean tool-call route, body limit, answers counted by route and status, serving; the MCP front
-               door (execute_code) over the session broker (it asks for held calls' approval by elicitation), the
-               MCP-session registry both HTTP front doors share, and the held calls shown as they happen
-               (approval_watch)
+               door (execute_code) over the session broker (it asks for held calls' approval by elicitation, either
+               protocol era: mcp_approval_asking), the MCP-session registry both HTTP front doors share, and the held
+               calls shown as they happen (approval_watch)
 - `core`       one gateway instance wired together from its backends and config; the HTTP app and LocalGateway are
                thin shells over it
 - `tools/`     tools as a task sees them: catalog (progressive disclosure), calls, policy, wrapper source

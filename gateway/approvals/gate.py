@@ -243,9 +243,12 @@ class ApprovalGate:
     def _expired(self, subject: Subject, record: Record) -> None:
         self._tell(subject, Notice("ApprovalTimedOut", f"{record.tool} was not decided before the deadline"))
 
-    async def decide(self, subject: Subject, digest: str, approve: bool, approver: str, reason: str) -> DecisionAnswer:
-        """A person's decision on one held call of `subject` (already authorized): AlreadyDecided if it was."""
-        decided = await self.holds.decide(subject.scope, digest, approve, approver, reason)
+    async def decide(
+        self, subject: Subject, digest: str, approve: bool, approver: str, reason: str, held_as: str = ""
+    ) -> DecisionAnswer:
+        """A person's decision on one held call of `subject` (already authorized): AlreadyDecided if it was;
+        with `held_as`, on its hold made under that call id only (NotFound for any other)."""
+        decided = await self.holds.decide(subject.scope, digest, approve, approver, reason, held_as)
         if decided.outcome == "missing" or decided.state is None:
             raise NotFound(f"no held call {digest[:80]!r} of {subject.kind} {subject.namespace}/{subject.name}")
         if decided.outcome == "decided" and decided.state != "expired":

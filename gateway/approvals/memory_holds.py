@@ -92,10 +92,12 @@ class MemoryHolds:
         if held is not None and held.state == "ran" and held.call_id == call_id:
             held.state = "approved"
 
-    async def decide(self, scope: str, digest: str, approve: bool, approver: str, reason: str) -> Decided:
+    async def decide(
+        self, scope: str, digest: str, approve: bool, approver: str, reason: str, held_as: str = ""
+    ) -> Decided:
         at = self._scope(scope)
         held = at.held.get(digest)
-        if held is None:
+        if held is None or (held_as and held.call_id != held_as):
             return Decided("missing")
         if held.state != "pending":
             return Decided("decided", held.state, held.call.tool)

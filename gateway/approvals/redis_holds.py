@@ -11,7 +11,8 @@ Every state change is one Lua script:
   `approved` one is taken: `ran`, once, by that call id only (the caller then runs it). A `denied` digest stays denied
   for the task's life: the same exact call asked again is refused at once (its call id then reads the denial). An
   identical call from another call id while one is held is `busy`.
-- `decide`: `pending` -> `approved` or `denied`, only from pending and only before the deadline (then `expired`).
+- `decide`: `pending` -> `approved` or `denied`, only from pending and only before the deadline (then `expired`);
+  given a call id, only the hold made under it (an answer asked about one hold never decides a later one).
 - `plan_call`: a call of a plan's run: recorded while the plan is not submitted (a dry run), else taken from what the
   approved plan allows (each planned call as many times as the dry run made it), else refused.
 Every change of a held call is added to the scope's log (a stream, LOG_KEPT entries), which readers follow.
@@ -108,11 +109,14 @@ if redis.call('HGET', KEYS[1], 'state') == 'ran' and redis.call('HGET', KEYS[1],
 end
 return 1
 """
+# KEYS the held call, the scope's pending set, its revision, the call's decision stream, the scope's log; ARGV digest,
+# decision, approver, reason, now, and the call id of the hold decided ('': whichever is pending).
 _DECIDE = (
     _LOG
     + """
 local state = redis.call('HGET', KEYS[1], 'state')
 if not state then return {'missing'} end
+if ARGV[6] ~= '' and redis.call('HGET', KEYS[1], 'callId') ~= ARGV[6] then return {'missing'} end
 if state ~= 'pending' then return {'decided', state, redis.call('HGET', KEYS[1], 'tool')} end
 local decision = ARGV[2]
 if tonumber(redis.call('HGET', KEYS[1], 'deadline')) <= tonumber(ARGV[5]) then decision = 'expired' end
@@ -206,9 +210,11 @@ class RedisHolds:
         """The call `hold` let run did not reach its server: approved again, for `call_id` only."""
         await _call(self._untake(keys=[self._keys(scope, digest)[0]], args=[call_id]))
 
-    async def decide(self, scope: str, digest: str, approve: bool, approver: str, reason: str) -> Decided:
+    async def decide(
+        self, scope: str, digest: str, approve: bool, approver: str, reason: str, held_as: str = ""
+    ) -> Decided:
         held, events, pending, revision = self._keys(scope, digest)
-        args = [digest, "approved" if approve else "denied", approver, reason, repr(time.time())]
+        args = [digest, "approved" if approve else "denied", approver, reason, repr(time.time()), held_as]
         keys = [held, pending, revision, events, self._log(scope)]
         answer = cast(list[str], await _call(self._decide(keys=keys, args=args)))
         if answer[0] == "missing":

@@ -89,7 +89,11 @@ class HeldCalls(Protocol):
     async def untake(self, scope: str, digest: str, call_id: str) -> None:
         """The call `hold` let run did not reach its server: approved again, for `call_id` only."""
 
-    async def decide(self, scope: str, digest: str, approve: bool, approver: str, reason: str) -> Decided: ...
+    async def decide(
+        self, scope: str, digest: str, approve: bool, approver: str, reason: str, held_as: str = ""
+    ) -> Decided:
+        """A person's decision on the held call `digest`; with `held_as`, only on its hold made under that call id
+        (another hold of the same exact call is `missing` to it)."""
 
     async def record(self, scope: str, digest: str) -> Record | None: ...
 

@@ -6,75 +6,46 @@ running anything. Which session a request belongs to is the host's to say (`Sess
 sandbox per MCP session; the cluster's front door maps an MCP session to an AgentSession. The tool descriptions
 teach the runtime API, so a model needs nothing else to use it.
 
-A call of the session held for a person's approval while `execute_code` runs is asked of the client's user through
-MCP elicitation (the tool, its tokenized arguments; a plan's calls): accept approves it, decline or cancel denies it,
-under the name the host gives (`AskingOf`). A client without elicitation, or whose user may not approve (a cluster's
-RBAC), gets a tool error saying how to approve instead, and how to get the execution's outcome after.
+A call of the session held for a person's approval while `execute_code` runs is asked of the client's user
+(mcp_approval_asking.py): by an elicitation request in the handshake era; in the 2026-07-28 era, `execute_code`
+answers with an InputRequiredResult naming the elicitation, and the client's next round (its answer) decides the call
+and waits on for the same execution's outcome.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import uuid
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
-from fnmatch import fnmatchcase
 from typing import Annotated, TypeVar
 
 import mcp_types as types
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
-from pydantic import BaseModel, Field
+from mcp.server.request_state import RequestStateSecurity
+from pydantic import Field
 
-from gateway.approvals.gate import Subject
-from gateway.approvals.plans import PLAN_TOOL
 from gateway.context import TaskContext
 from gateway.core import GatewayCore
-from gateway.errors import AlreadyDecided, GatewayError, NotFound
+from gateway.errors import GatewayError
 from gateway.executions.errors import ExecutionError
 from gateway.executions.models import (
     DEFAULT_TIMEOUT_SECONDS,
     EXECUTION_ID_PATTERN,
     MAX_TIMEOUT_SECONDS,
     Approval,
-    ApprovalEvent,
     Execution,
     ExecutionResult,
     GapEvent,
     OutputEvent,
 )
 from gateway.tools.catalog import Detail, ToolsAnswer
-from gateway.web.approval_watch import changes
+from gateway.web.mcp_approval_asking import AskingOf, answered, ask
 
 T = TypeVar("T")
 # The session of the request in `Context`: its task context (scope, policy), its sandbox ready or on its way.
 SessionOf = Callable[[Context], Awaitable[TaskContext]]
-
-
-@dataclass(frozen=True)
-class Asking:
-    """How a call held while the client's code runs is decided: `approver`, the name a decision of the client's user
-    is recorded under (None: they may not decide, e.g. no right in the cluster's RBAC); `how`, how else it is approved
-    (told to a client that cannot be asked; `{digest}` stands for the call's); `approved`, globs over `server/tool`
-    approved without asking (`mcpexec serve --approve`)."""
-
-    approver: str | None
-    how: str
-    approved: tuple[str, ...] = field(default_factory=tuple)
-
-    def approves(self, event: ApprovalEvent) -> bool:
-        tools = [call.tool for call in event.calls or []] if event.tool == PLAN_TOOL else [event.tool]
-        return bool(tools) and all(any(fnmatchcase(tool, glob) for glob in self.approved) for tool in tools)
-
-
-# Who decides, for the session of the request (the cluster's door asks RBAC whether its caller may).
-AskingOf = Callable[[Context, TaskContext], Awaitable[Asking]]
-
-
-class ApprovalNote(BaseModel):
-    """What the user may add when they answer (the form an elicitation shows): accept approves, decline denies."""
-
-    note: Annotated[str, Field(max_length=1000, description="optional: recorded with your decision")] = ""
 
 
 INSTRUCTIONS = """Run Python in a secure sandbox whose code calls MCP tools through a gateway. Use execute_code for
@@ -117,7 +88,10 @@ SEARCH_DESCRIPTION = """Search the MCP tools this session's code may call, witho
 def front_door(core: GatewayCore, session_of: SessionOf, asking_of: AskingOf, name: str = "mcpexec") -> MCPServer:
     """The MCP server over `core`'s session broker and catalog; every tool resolves its session with `session_of`,
     and who decides its held calls with `asking_of`."""
-    server: MCPServer = MCPServer(name, instructions=INSTRUCTIONS)
+    # A 2026-07-28 client's answer to an approval question comes back with the state the question was asked with,
+    # sealed by the SDK under this process's key: valid as long as an execution may wait for it.
+    security = RequestStateSecurity.ephemeral(ttl=MAX_TIMEOUT_SECONDS)
+    server: MCPServer = MCPServer(name, instructions=INSTRUCTIONS, request_state_security=security)
 
     @server.tool(name="execute_code", description=EXECUTE_DESCRIPTION)
     async def execute_code(
@@ -136,10 +110,9 @@ def front_door(core: GatewayCore, session_of: SessionOf, asking_of: AskingOf, na
         approval: Annotated[
             Approval, Field(description='"plan": a dry run first, its calls that need approval approved at once')
         ] = "call",
-    ) -> ExecutionResult:
+    ) -> ExecutionResult | types.InputRequiredResult:
         session = await session_of(ctx)
-        asking = await asking_of(ctx, session)
-        return await _answer(_execute(core, session, code, timeoutSeconds, executionId, ctx, approval, asking))
+        return await _answer(_execute(core, session, code, timeoutSeconds, executionId, ctx, approval, asking_of))
 
     @server.tool(name="search_tools", description=SEARCH_DESCRIPTION)
     async def search_tools(
@@ -162,14 +135,15 @@ async def _execute(
     execution_id: str | None,
     ctx: Context,
     approval: Approval,
-    asking: Asking,
-) -> ExecutionResult:
+    asking_of: AskingOf,
+) -> ExecutionResult | types.InputRequiredResult:
     """Run the code; a client that asked for progress (a progressToken) is told the execution's id first, then gets
     what the code prints as progress notifications while it runs (their `message`; where output was lost, a message
-    saying so), the outcome as the tool's result either way. Meanwhile its held calls are asked (`_ask`)."""
+    saying so), the outcome as the tool's result either way. Meanwhile its held calls are asked (`ask`); a 2026-07-28
+    client is answered with the first question instead, and its next round (the same arguments, its answer) goes on
+    with the same execution."""
     printed = 0
     streaming = (ctx.request_context.meta or {}).get("progress_token") is not None
-    started: list[str] = []
 
     async def progress(event: OutputEvent | GapEvent) -> None:
         nonlocal printed
@@ -178,14 +152,19 @@ async def _execute(
         await ctx.report_progress(printed, None, text)
 
     async def on_start(execution: Execution) -> None:
-        started.append(execution.id)
         if streaming:
             await ctx.report_progress(0, None, f"execution {execution.id}")
 
-    try:  # before it is queued: every call it makes is held after this
-        cursor: str | None = await core.approvals.holds.cursor(session.scope)
-    except GatewayError:  # the held calls' store away: nothing to ask about (its calls wait for the approval API)
-        cursor = None
+    asking = await asking_of(ctx, session)
+    asked = await answered(core, session, ctx, asking)
+    cursor: str | None = asked.cursor if asked is not None else None
+    # Its id known before it is queued (the caller's, the asked round's, or a new one): a question names it.
+    execution_id = asked.execution if asked is not None else execution_id or uuid.uuid4().hex
+    if asked is None:
+        try:  # before it is queued: every call it makes is held after this
+            cursor = await core.approvals.holds.cursor(session.scope)
+        except GatewayError:  # the held calls' store away: nothing to ask about (its calls wait for the approval API)
+            cursor = None
     run = asyncio.ensure_future(
         core.executions.execute(
             session.scope,
@@ -199,84 +178,18 @@ async def _execute(
     )
     if cursor is None:
         return await run
-    asker = asyncio.ensure_future(_ask(core, session, cursor, ctx, asking, started))
+    asker = asyncio.ensure_future(ask(core, session, cursor, ctx, asking, execution_id))
     try:
         await asyncio.wait({run, asker}, return_when=asyncio.FIRST_COMPLETED)
-        if not run.done():  # the asker gave up: this client cannot decide (its error says how to)
-            asker.result()
-        return run.result()
+        if run.done():
+            return run.result()
+        # The asker raised (this client cannot decide: its error says how to), or has a question for this round.
+        return asker.result().input_required(session.scope, execution_id, cursor)
     finally:
         for task in (run, asker):  # a running execution runs on: only this wait for it ends
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task
-
-
-_SAID = {"decline": "declined", "cancel": "cancelled"}
-
-
-def _question(event: ApprovalEvent) -> str:
-    if event.tool == PLAN_TOOL:
-        lines = [
-            f"- {call.tool} {call.arguments}" + (f" (x{call.count})" if call.count > 1 else "")
-            for call in event.calls or []
-        ]
-        listed = "\n".join(lines)
-        return (
-            f"The code's dry run would make these calls, which need your approval:\n{listed}\n"
-            f"Approve this plan (digest {event.digest[:12]})? Its real run may make exactly these calls, no others. "
-            "Personal data is shown as tokens. Accept approves the plan; decline denies it."
-        )
-    return (
-        f"The code wants to call {event.tool} with these arguments (personal data shown as tokens):\n"
-        f"{event.arguments}\nApprove this exact call (digest {event.digest[:12]})? Accept approves it; decline "
-        "denies it."
-    )
-
-
-async def _ask(
-    core: GatewayCore, session: TaskContext, cursor: str, ctx: Context, asking: Asking, started: list[str]
-) -> None:
-    """Each call of the session held from now on, decided: approved without asking (`asking.approved`), else asked
-    of the client's user; raises a ToolError saying how to approve when they cannot be asked."""
-    subject = Subject.of(session)
-    # Elicitation is a request to the client: it needs the capability and a channel that carries server requests
-    # (the 2026-07-28 era has none: it asks through InputRequiredResult, which this door does not use yet).
-    mcp_session = ctx.request_context.session
-    client_asks = mcp_session.can_send_request and mcp_session.check_client_capability(
-        types.ClientCapabilities(elicitation=types.ElicitationCapability())
-    )
-    async for event in changes(core, session.scope, cursor):
-        if event.state != "pending":
-            continue
-        if asking.approves(event):
-            await _decide(core, subject, event, True, f"{asking.approver} (a rule given at start)", "")
-            continue
-        if asking.approver is None or not client_asks:
-            cannot = (
-                "you may not approve it"
-                if client_asks
-                else "this MCP client cannot ask you (no elicitation, or a protocol version without server requests)"
-            )
-            execution = started[0] if started else "?"
-            raise ToolError(
-                f"approval_required (execution {execution}, state running): {event.tool} is held for a person's "
-                f"approval (digest {event.digest}), and {cannot}. {asking.how.format(digest=event.digest)} Then call "
-                f"execute_code again with the same code and executionId {execution} to get its outcome (it is not run "
-                "twice)."
-            )
-        answer = await ctx.elicit(_question(event), ApprovalNote)
-        approve = answer.action == "accept"
-        note = answer.data.note if answer.action == "accept" else f"{_SAID[answer.action]} in the MCP client"
-        await _decide(core, subject, event, approve, asking.approver, note)
-
-
-async def _decide(
-    core: GatewayCore, subject: Subject, event: ApprovalEvent, approve: bool, approver: str, reason: str
-) -> None:
-    """Decided unless someone else decided first (through the approval API), or its task is gone."""
-    with contextlib.suppress(AlreadyDecided, NotFound):
-        await core.approvals.decide(subject, event.digest, approve, approver, reason)
 
 
 async def _answer(call: Awaitable[T]) -> T:

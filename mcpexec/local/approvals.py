@@ -24,7 +24,7 @@ from gateway.core import GatewayCore
 from gateway.errors import AlreadyDecided, NotFound
 from gateway.executions.models import ApprovalEvent
 from gateway.web.approval_watch import changes
-from gateway.web.mcp_front_door import Asking, AskingOf
+from gateway.web.mcp_approval_asking import Asking, AskingOf
 from mcpexec.local.terminal import neutralised
 
 ALL = "*"  # --approve-all: a glob over server/tool that matches every tool

@@ -159,7 +159,9 @@ def test_a_pooled_tasks_held_calls_are_answered_through_the_approval_api_and_kub
             assert [line.split(" ")[4] for line in listed[2:]] == ["crm/send_message"] * 2
             assert _sent(outbox) == [RAW_EMAIL]  # the dry run sent nothing
             kubectl_mcpexec([*plugin, "approve", "campaign", plan["digest"][:12]])
-            capsys.readouterr()
+            assert capsys.readouterr().out == (
+                f"plan {plan['digest'][:12]} approved by system:serviceaccount:{namespace}:carol\n"
+            )
             assert _finished(runtime, workspace)["result"] == "C002 sent\nC003 sent\n"
         assert _sent(outbox) == [RAW_EMAIL, RAW_EMAIL, "chloe.dubois@example.fr"]
 

@@ -31,7 +31,8 @@ from gateway.errors import Forbidden, GatewayError, NotFound
 from gateway.executions.broker import ANSWER_GRACE_SECONDS
 from gateway.executions.models import MAX_TIMEOUT_SECONDS
 from gateway.web.auth import bearer_token
-from gateway.web.mcp_front_door import Asking, front_door
+from gateway.web.mcp_approval_asking import Asking
+from gateway.web.mcp_front_door import front_door
 from gateway.web.mcp_session_registry import IDLE_SECONDS, McpSessionRegistry, mcp_session_request
 from mcpexec.api.agentsession import SessionPhase
 from mcpexec.api.meta import API_VERSION, DNS1123_LABEL, GROUP

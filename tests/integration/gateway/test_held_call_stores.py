@@ -1,7 +1,8 @@
 """The two stores of held calls give the same answers (gateway/approvals/store.py): Redis (a real redis-server, a
 cluster's replicas) and this process (`mcpexec run`, `mcpexec serve`). Here: the scope's log of changes, read from a
 cursor; a plan recorded, allowed, approved and taken once per recorded call, a replayed submission giving nothing
-back; a call of a plan not submitted yet recorded, not run."""
+back; a call of a plan not submitted yet recorded, not run; a decision bound to one hold (its call id) deciding no later
+hold of the same exact call."""
 
 from __future__ import annotations
 
@@ -43,6 +44,26 @@ def test_the_log_gives_each_change_past_the_cursor(holds: HeldCalls) -> None:
             ("denied", SEND.digest, "", "carol", "no"),
         ]
         assert await holds.changes(SCOPE, cursor, 0.1) == ([], cursor)  # nothing new: waited, then nothing
+        await holds.close()
+
+    asyncio.run(scenario())
+
+
+def test_a_decision_for_one_hold_never_decides_a_later_hold_of_the_same_call(holds: HeldCalls) -> None:
+    """The same exact call held again after it ran has the same digest: a decision naming the first hold's call id
+    (an MCP client's answer sent again) finds no such hold; the later hold is decided only by its own."""
+
+    async def scenario() -> None:
+        deadline = time.time() + 60
+        assert (await holds.hold(SCOPE, SEND, "call-1", deadline)).state == "held"
+        assert (await holds.decide(SCOPE, SEND.digest, True, "carol", "", "call-1")).outcome == "ok"
+        assert (await holds.hold(SCOPE, SEND, "call-1", deadline)).state == "run"
+        assert (await holds.hold(SCOPE, SEND, "call-2", deadline)).state == "held"
+        assert (await holds.decide(SCOPE, SEND.digest, True, "carol", "", "call-1")).outcome == "missing"
+        record = await holds.record(SCOPE, SEND.digest)
+        assert record is not None and (record.state, record.call_id) == ("pending", "call-2")
+        decided = await holds.decide(SCOPE, SEND.digest, False, "carol", "no", "call-2")
+        assert (decided.outcome, decided.state) == ("ok", "denied")
         await holds.close()
 
     asyncio.run(scenario())

@@ -3,8 +3,9 @@ the calls (no Redis), the demo server whose owner asks for approval of `send_*` 
 `approval.tools`), its outbox on the host showing what a tool really received.
 
 - `mcpexec serve`: the MCP SDK's client answers the elicitation (accept: the call runs once, with the real address;
-  decline: the code gets ApprovalDenied); a client without elicitation gets an error saying how to approve;
-  `--approve` approves without asking.
+  decline: the code gets ApprovalDenied), in the handshake era (a server request) and in the 2026-07-28 era (an
+  InputRequiredResult, answered in the client's next round, which cannot be replayed to decide a later hold); a client
+  without elicitation gets an error saying how to approve; `--approve` approves without asking.
 - `mcpexec run`: a prompt on a real terminal (a pty) showing the tool and its tokenized arguments, answered y or n; a
   plan's calls listed at once; with no terminal the call is refused, saying how to approve, unless `--approve TOOLGLOB`
   or `--approve-all` is given.
@@ -24,10 +25,12 @@ from pathlib import Path
 from typing import Any
 
 import mcp_types as types
+import pytest
 import yaml
 from mcp.client import Client
 from mcp.client.session import ClientRequestContext
 from mcp.client.stdio import StdioServerParameters
+from mcp_types.version import LATEST_MODERN_VERSION
 
 from tests.sandbox.local.test_serve import serve_command
 from tests.support.approval_code import RAW_EMAIL, campaign, sends
@@ -63,7 +66,10 @@ def _params(servers: Path, state_home: Path, *options: str) -> StdioServerParame
     )
 
 
-def test_mcpexec_serve_asks_the_clients_user_through_elicitation(tmp_path: Path, state_home: Path) -> None:
+@pytest.mark.parametrize("mode", ["legacy", LATEST_MODERN_VERSION])
+def test_mcpexec_serve_asks_the_clients_user_through_elicitation(mode: str, tmp_path: Path, state_home: Path) -> None:
+    """The handshake era asks with an elicitation request; the 2026-07-28 era (no server requests) with an
+    InputRequiredResult that the SDK's client answers through the same callback and sends back in its next round."""
     servers, outbox = _servers(tmp_path)
     asked: list[types.ElicitRequestParams] = []
     answers = iter(["accept", "decline"])
@@ -74,8 +80,8 @@ def test_mcpexec_serve_asks_the_clients_user_through_elicitation(tmp_path: Path,
         return types.ElicitResult(action=action, content={"note": "ok by me"} if action == "accept" else None)
 
     async def session() -> tuple[str, str]:
-        # The handshake era: elicitation is a request from the server (the 2026-07-28 era has none).
-        async with Client(_params(servers, state_home), elicitation_callback=answer, mode="legacy") as client:
+        async with Client(_params(servers, state_home), elicitation_callback=answer, mode=mode) as client:
+            assert (client.protocol_version == LATEST_MODERN_VERSION) == (mode != "legacy")
             approved = await client.call_tool("execute_code", {"code": SENDS, "timeoutSeconds": 60})
             declined = await client.call_tool("execute_code", {"code": SENDS, "timeoutSeconds": 60})
             assert approved.structured_content is not None and declined.structured_content is not None
@@ -93,11 +99,81 @@ def test_mcpexec_serve_asks_the_clients_user_through_elicitation(tmp_path: Path,
     assert '"to": "[EMAIL_1]"' in question.message and RAW_EMAIL not in question.message
 
 
+def test_a_2026_answer_decides_only_the_hold_it_was_asked_about(tmp_path: Path, state_home: Path) -> None:
+    """The rounds driven by hand: an accepted answer sent again with its state, once the same exact call is held
+    anew (same digest) by a second execution, decides nothing: it gets the first execution's outcome back; the
+    second hold is still asked about, and its own answer decides it."""
+    servers, outbox = _servers(tmp_path)
+    arguments = {"code": SENDS, "timeoutSeconds": 60}
+    accept: types.InputResponses = {"approval": types.ElicitResult(action="accept", content={"note": ""})}
+    decline: types.InputResponses = {"approval": types.ElicitResult(action="decline")}
+
+    async def unused(_context: ClientRequestContext, _params: types.ElicitRequestParams) -> types.ElicitResult:
+        raise AssertionError("the rounds are driven by hand")  # the callback only declares elicitation
+
+    async def rounds() -> list[types.CallToolResult | types.InputRequiredResult]:
+        params = _params(servers, state_home)
+        async with Client(params, elicitation_callback=unused, mode=LATEST_MODERN_VERSION) as client:
+
+            async def call(
+                answer: types.InputResponses | None = None, state: str | None = None
+            ) -> types.CallToolResult | types.InputRequiredResult:
+                return await client.session.call_tool(
+                    "execute_code", arguments, input_responses=answer, request_state=state, allow_input_required=True
+                )
+
+            first = await call()
+            assert isinstance(first, types.InputRequiredResult), first
+            approved = await call(accept, first.request_state)
+            second = await call()
+            assert isinstance(second, types.InputRequiredResult), second
+            replayed = await call(accept, first.request_state)  # the first answer again, while the second hold waits
+            declined = await call(decline, second.request_state)
+            return [first, approved, second, replayed, declined]
+
+    first, approved, second, replayed, declined = asyncio.run(rounds())
+    assert isinstance(first, types.InputRequiredResult) and isinstance(second, types.InputRequiredResult)
+    assert first.input_requests is not None and second.input_requests is not None
+    assert first.input_requests.keys() == {"approval"} and first.request_state != second.request_state
+    outcomes = []
+    for result in (approved, replayed, declined):
+        assert isinstance(result, types.CallToolResult) and not result.is_error, result
+        assert result.structured_content is not None
+        outcomes.append((result.structured_content["executionId"], result.structured_content["stdout"]))
+    assert outcomes[0] == outcomes[1] and outcomes[0][1] == "sent sent\n"  # the replay: the first run's outcome
+    assert outcomes[2][0] != outcomes[0][0] and outcomes[2][1] == "denied: declined in the MCP client\n"
+    assert _sent(outbox) == [RAW_EMAIL]  # one approval, one run
+
+
+def test_a_2026_client_approves_a_plan_with_one_answer(tmp_path: Path, state_home: Path) -> None:
+    """`approval: plan` through a 2026-07-28 client: one question listing the dry run's calls (tokenized), accepted
+    once; the real run sends each of them once, with the real addresses."""
+    servers, outbox = _servers(tmp_path)
+    asked: list[str] = []
+
+    async def answer(_context: ClientRequestContext, params: types.ElicitRequestParams) -> types.ElicitResult:
+        asked.append(params.message)
+        return types.ElicitResult(action="accept", content={"note": "the team plan, once"})
+
+    async def session() -> str:
+        async with Client(_params(servers, state_home), elicitation_callback=answer, mode=LATEST_MODERN_VERSION) as mcp:
+            arguments = {"code": PLAN, "timeoutSeconds": 120, "approval": "plan"}
+            result = await mcp.call_tool("execute_code", arguments)
+            assert result.structured_content is not None, result.content
+            return str(result.structured_content["stdout"])
+
+    assert asyncio.run(session()).splitlines() == ["C002 sent", "C003 sent"]
+    (question,) = asked
+    assert question.startswith("The code's dry run would make these calls, which need your approval:")
+    assert question.count("- demo/send_message {") == 2 and "[EMAIL_1]" in question and "@" not in question
+    assert sorted(_sent(outbox)) == ["bob.okafor@example.net", "chloe.dubois@example.fr"]
+
+
 def test_mcpexec_serve_tells_a_client_without_elicitation_how_to_approve(tmp_path: Path, state_home: Path) -> None:
     servers, outbox = _servers(tmp_path)
 
-    async def session(params: StdioServerParameters) -> tuple[bool, str]:
-        async with Client(params) as client:
+    async def session(params: StdioServerParameters, mode: str = "legacy") -> tuple[bool, str]:
+        async with Client(params, mode=mode) as client:
             answer = await client.call_tool("execute_code", {"code": SENDS, "timeoutSeconds": 60})
             text = answer.content[0].text if isinstance(answer.content[0], types.TextContent) else ""
             return answer.is_error, text
@@ -106,6 +182,10 @@ def test_mcpexec_serve_tells_a_client_without_elicitation_how_to_approve(tmp_pat
     assert is_error and "approval_required (execution " in text
     assert "demo/send_message is held" in text and "this MCP client cannot ask you (no elicitation" in text
     assert "--approve" in text and "executionId" in text
+    assert _sent(outbox) == []
+    # A 2026-07-28 client that declared no elicitation cannot be asked either.
+    is_error, text = asyncio.run(session(_params(servers, state_home), LATEST_MODERN_VERSION))
+    assert is_error and "this MCP client cannot ask you (no elicitation" in text, text
     assert _sent(outbox) == []
     # Approved by a rule given at start: nobody is asked.
     is_error, text = asyncio.run(session(_params(servers, state_home, "--approve", "demo/send_*")))

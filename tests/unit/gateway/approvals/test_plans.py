@@ -8,7 +8,7 @@ from gateway.approvals.held_calls import HeldCall
 from gateway.approvals.plans import PLAN_TOOL, plan_digest, plan_preview
 from gateway.approvals.store import Planned
 from gateway.executions.models import ApprovalEvent
-from gateway.web.mcp_front_door import Asking
+from gateway.web.mcp_approval_asking import Asking
 from mcpexec.api.approval import PlannedCall
 
 SEND = Planned(HeldCall("a" * 64, "crm/send_message", '{"to": "[EMAIL_1]"}'), 1)
