@@ -1,0 +1,136 @@
+"""One task's trace across the pieces, read back from a real Jaeger: the task's span (played here by the test, as the
+operator makes it in a cluster), the runtime (`python3 -S -m runtime`, as in the sandbox) with its task and tool-call
+spans sent through the gateway, the gateway's request, auth, policy, PII scan, vault and upstream-call spans, and the
+MCP servers (stdio and streamable HTTP) given the trace context in `_meta` (and the HTTP one as a header). No span
+carries a value from the vault or a token."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from mcpexec import tracing
+from mcpexec.api.agenttask import parse_agenttask, runtime_task_config
+from mcpexec.api.mcpserver import MCPServerSpec
+from tests.integration.gateway.conftest import start_gateway
+from tests.integration.runtime.conftest import runtime_root, start_runtime
+from tests.integration.tracing.trace_server import EMAIL, PHONE, records
+from tests.support.components import free_port, listening, redis_server
+from tests.support.trace_receiver import Jaeger, jaeger, parent_of, service_of, spans_by_name, tags
+
+TRACE_SERVER = [sys.executable, "-m", "tests.integration.tracing.trace_server"]
+CODE = """
+first = call_tool("crm/lookup", {"customer": "C1"})
+second = call_tool("crmhttp/lookup", {"customer": first["email"]})
+print(first["email"], second["phone"])
+"""
+
+
+@pytest.fixture(scope="module")
+def receiver() -> Iterator[Jaeger]:
+    with jaeger() as running:
+        yield running
+
+
+@pytest.fixture
+def traced(receiver: Jaeger, monkeypatch: pytest.MonkeyPatch) -> Iterator[Jaeger]:
+    """Tracing on in this process (the gateway's), exporting to the receiver."""
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", receiver.otlp_endpoint)
+    monkeypatch.setenv("OTEL_BSP_SCHEDULE_DELAY", "100")
+    tracing.shutdown()
+    assert tracing.configure("mcpexec-gateway")
+    yield receiver
+    tracing.shutdown()
+
+
+def _complete(trace: dict[str, Any]) -> bool:
+    named = spans_by_name(trace)
+    return (
+        len(named.get("runtime.tool_call", [])) == 2
+        and len(named.get("gateway.upstream_call", [])) == 2
+        and ("runtime.task" in named)
+    )
+
+
+def test_one_trace_from_the_task_through_the_runtime_and_gateway_to_the_mcp_servers(
+    traced: Jaeger, tmp_path: Path
+) -> None:
+    calls = tmp_path / "calls.jsonl"
+    port = free_port()
+    servers = {
+        "crm": MCPServerSpec(transport="stdio", command=TRACE_SERVER, env={"RECORD_FILE": str(calls)}),
+        "crmhttp": MCPServerSpec(transport="streamableHttp", url=f"http://127.0.0.1:{port}/mcp"),
+    }
+    task = parse_agenttask(
+        {
+            "apiVersion": "mcpexec.dev/v1alpha1",
+            "kind": "AgentTask",
+            "metadata": {"name": "traced", "namespace": "default"},
+            "spec": {"mcpServers": ["crm", "crmhttp"], "code": CODE},
+        }
+    )
+    http_server = listening(
+        [*TRACE_SERVER, "--http", str(port)], port, "trace server", {**os.environ, "RECORD_FILE": str(calls)}
+    )
+    with (
+        http_server,
+        redis_server() as redis_url,
+        start_gateway(servers, tmp_path / "gw.sock", redis_url=redis_url) as gw,
+    ):
+        with tracing.span("operator.launch") as launch:
+            traceparent = tracing.traceparent_of(launch)
+        assert traceparent is not None
+        token = gw.gateway.register_task(task, 600, traceparent)
+        context = gw.gateway.context(task.task_id)
+        assert context is not None
+        config = runtime_task_config("default", "traced", context.uid, task.spec, traceparent=traceparent)
+        run = start_runtime(
+            runtime_root(tmp_path / "rt"),
+            task,
+            f"unix://{gw.socket_path}",
+            token=token,
+            task_json=json.dumps(config),
+        ).wait()
+    assert run.exit_code == 0, run
+    assert run.result["result"].strip() == "[EMAIL_1] [PHONE_1]"  # the sandbox saw tokens only
+
+    trace_id, launch_id = traceparent.split("-")[1:3]
+    trace = traced.wait_for(trace_id, _complete)
+    named = spans_by_name(trace)
+    ids = {name: {span["spanID"] for span in spans} for name, spans in named.items()}
+
+    # operator -> runtime: the task's span, then each tool call under it, in the sandbox's own service.
+    (task_span,) = named["runtime.task"]
+    assert parent_of(task_span) == launch_id and service_of(trace, task_span) == "mcpexec-sandbox"
+    process_tags = {tag["key"]: tag["value"] for tag in trace["processes"][task_span["processID"]]["tags"]}
+    assert process_tags["mcpexec.task.name"] == "traced"  # the gateway's word on whose spans these are
+    assert {parent_of(call) for call in named["runtime.tool_call"]} == {task_span["spanID"]}
+    assert sorted(tags(call)["mcpexec.tool"] for call in named["runtime.tool_call"]) == ["crm/lookup", "crmhttp/lookup"]
+    # runtime -> gateway: each tool call's request is a child of its call's span.
+    requests = named["POST /v1/tools/crm/lookup/call"] + named["POST /v1/tools/crmhttp/lookup/call"]
+    assert {parent_of(request) for request in requests} == ids["runtime.tool_call"]
+    for step in ("gateway.auth", "gateway.policy", "gateway.upstream_call"):
+        assert {parent_of(span) for span in named[step]} <= {request["spanID"] for request in requests}, step
+    assert all(service_of(trace, request) == "mcpexec-gateway" for request in requests)
+    # The PII scan says how much it found, the vault how much it was asked for.
+    assert sum(tags(span).get("mcpexec.pii.found.EMAIL", 0) for span in named["gateway.pii_scan"]) >= 2
+    assert any(tags(span)["mcpexec.vault.operation"] == "values_for" for span in named["gateway.vault"])
+
+    # gateway -> MCP servers: `_meta.traceparent` under the upstream call's span; the HTTP one as a header too.
+    stdio_call, http_call = records(calls)
+    for call in (stdio_call, http_call):
+        _version, call_trace, call_parent, _flags = call["meta"]["traceparent"].split("-")
+        assert call_trace == trace_id and call_parent in ids["gateway.upstream_call"]
+    assert stdio_call["header"] is None and http_call["header"] == http_call["meta"]["traceparent"]
+    assert http_call["customer"] == EMAIL  # the vault's value went to the server, as it should ...
+
+    # ... and into no span: every attribute, event and resource attribute of the whole trace is scanned.
+    exported = json.dumps(trace)
+    for secret in (EMAIL, PHONE, token):
+        assert secret not in exported
