@@ -38,7 +38,7 @@ extensions:
 receivers:
   otlp:
     protocols:
-      http: {{endpoint: "127.0.0.1:{otlp}"}}
+      http: {{endpoint: "{host}:{otlp}"}}
 exporters:
   jaeger_storage_exporter:
     trace_storage: memory
@@ -47,8 +47,13 @@ exporters:
 
 @dataclass(frozen=True)
 class Jaeger:
-    otlp_endpoint: str  # OTEL_EXPORTER_OTLP_ENDPOINT
+    otlp_port: int
     query_url: str
+
+    @property
+    def otlp_endpoint(self) -> str:
+        """OTEL_EXPORTER_OTLP_ENDPOINT for a process on this host."""
+        return f"http://127.0.0.1:{self.otlp_port}"
 
     def trace(self, trace_id: str) -> dict[str, Any] | None:
         """The trace as Jaeger's query API gives it (`spans`, `processes`), or None while it has none of it."""
@@ -72,12 +77,14 @@ class Jaeger:
 
 
 @contextmanager
-def jaeger() -> Iterator[Jaeger]:
+def jaeger(host: str = "127.0.0.1") -> Iterator[Jaeger]:
+    """Jaeger, its OTLP receiver listening on `host` (0.0.0.0: the e2e node's pods reach it at the host's address),
+    its query API on loopback."""
     binary = built_by("tests/support/build-trace-receiver.sh") / "jaeger"
     otlp, query, query_grpc = free_port(), free_port(), free_port()
     with tempfile.TemporaryDirectory(prefix="mcpexec-jaeger-") as tmp:
         config = Path(tmp) / "config.yaml"
-        config.write_text(_CONFIG.format(otlp=otlp, query=query, query_grpc=query_grpc))
+        config.write_text(_CONFIG.format(host=host, otlp=otlp, query=query, query_grpc=query_grpc))
         log = (Path(tmp) / "jaeger.log").open("wb")
         proc = subprocess.Popen([str(binary), "--config", str(config)], stdout=log, stderr=log)
         try:
@@ -86,7 +93,7 @@ def jaeger() -> Iterator[Jaeger]:
                 wait_for_port(query, proc, "jaeger's query API", 60)
             except RuntimeError as exc:
                 raise RuntimeError(f"{exc}: {(Path(tmp) / 'jaeger.log').read_text()[-3000:]}") from None
-            yield Jaeger(f"http://127.0.0.1:{otlp}", f"http://127.0.0.1:{query}")
+            yield Jaeger(otlp, f"http://127.0.0.1:{query}")
         finally:
             proc.terminate()
             proc.wait(timeout=10)
@@ -112,3 +119,26 @@ def tags(span: dict[str, Any]) -> dict[str, Any]:
 
 def service_of(trace: dict[str, Any], span: dict[str, Any]) -> str:
     return str(trace["processes"][span["processID"]]["serviceName"])
+
+
+def render(trace: dict[str, Any]) -> str:
+    """The trace as an indented tree (parentage), one span a line: name, service, duration in ms, attributes."""
+    children: dict[str | None, list[dict[str, Any]]] = {}
+    known = {span["spanID"] for span in trace["spans"]}
+    for span in sorted(trace["spans"], key=lambda s: s["startTime"]):
+        parent = parent_of(span)
+        children.setdefault(parent if parent in known else None, []).append(span)
+    lines: list[str] = []
+
+    def walk(parent: str | None, depth: int) -> None:
+        for span in children.get(parent, []):
+            shown = {k: v for k, v in tags(span).items() if k.startswith(("mcpexec.", "http."))}
+            attributes = " ".join(f"{k}={v}" for k, v in shown.items())
+            service = service_of(trace, span)
+            lines.append(
+                f"{'  ' * depth}{span['operationName']} [{service}] {span['duration'] / 1000:.1f} {attributes}"
+            )
+            walk(span["spanID"], depth + 1)
+
+    walk(None, 0)
+    return "\n".join(lines)

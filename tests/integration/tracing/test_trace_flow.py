@@ -22,7 +22,7 @@ from tests.integration.gateway.conftest import start_gateway
 from tests.integration.runtime.conftest import runtime_root, start_runtime
 from tests.integration.tracing.trace_server import EMAIL, PHONE, records
 from tests.support.components import free_port, listening, redis_server
-from tests.support.trace_receiver import Jaeger, jaeger, parent_of, service_of, spans_by_name, tags
+from tests.support.trace_receiver import Jaeger, jaeger, parent_of, render, service_of, spans_by_name, tags
 
 TRACE_SERVER = [sys.executable, "-m", "tests.integration.tracing.trace_server"]
 CODE = """
@@ -102,6 +102,7 @@ def test_one_trace_from_the_task_through_the_runtime_and_gateway_to_the_mcp_serv
 
     trace_id, launch_id = traceparent.split("-")[1:3]
     trace = traced.wait_for(trace_id, _complete)
+    print(render(trace))  # docs/observability.md shows one
     named = spans_by_name(trace)
     ids = {name: {span["spanID"] for span in spans} for name, spans in named.items()}
 

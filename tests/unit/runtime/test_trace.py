@@ -37,8 +37,8 @@ def test_without_a_traceparent_nothing_is_recorded_or_sent() -> None:
 def test_spans_nest_under_the_tasks_span_and_the_header_names_the_current_one() -> None:
     trace.start(f"00-{TRACE_ID}-{TASK_SPAN}-01")
     assert trace.header() == f"00-{TRACE_ID}-{TASK_SPAN}-01"
-    call = trace.span("runtime.tool_call", **{"mcpexec.tool": "crm/lookup"})
-    with trace.span("runtime.task"), pytest.raises(RuntimeError), call as attrs:
+    calling = trace.span("runtime.tool_call", **{"mcpexec.tool": "crm/lookup"})
+    with trace.span("runtime.task"), pytest.raises(RuntimeError), calling as attrs:
         attrs["mcpexec.outcome"] = "tool_error"
         header = trace.header()
         raise RuntimeError("boom")
