@@ -95,7 +95,7 @@ def jaeger(host: str = "127.0.0.1") -> Iterator[Jaeger]:
                 raise RuntimeError(f"{exc}: {(Path(tmp) / 'jaeger.log').read_text()[-3000:]}") from None
             yield Jaeger(otlp, f"http://127.0.0.1:{query}")
         finally:
-            proc.terminate()
+            proc.kill()  # its memory is all it has: nothing to shut down cleanly
             proc.wait(timeout=10)
             log.close()
 

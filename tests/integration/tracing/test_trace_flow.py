@@ -91,7 +91,7 @@ def test_one_trace_from_the_task_through_the_runtime_and_gateway_to_the_mcp_serv
         assert context is not None
         config = runtime_task_config("default", "traced", context.uid, task.spec, traceparent=traceparent)
         run = start_runtime(
-            runtime_root(tmp_path / "rt"),
+            runtime_root(tmp_path),
             task,
             f"unix://{gw.socket_path}",
             token=token,
@@ -116,8 +116,10 @@ def test_one_trace_from_the_task_through_the_runtime_and_gateway_to_the_mcp_serv
     # runtime -> gateway: each tool call's request is a child of its call's span.
     requests = named["POST /v1/tools/crm/lookup/call"] + named["POST /v1/tools/crmhttp/lookup/call"]
     assert {parent_of(request) for request in requests} == ids["runtime.tool_call"]
-    for step in ("gateway.auth", "gateway.policy", "gateway.upstream_call"):
-        assert {parent_of(span) for span in named[step]} <= {request["spanID"] for request in requests}, step
+    request_ids = {request["spanID"] for request in requests}
+    for step in ("gateway.policy", "gateway.upstream_call"):
+        assert {parent_of(span) for span in named[step]} == request_ids, step
+    assert request_ids <= {parent_of(span) for span in named["gateway.auth"]}  # every request's token is checked
     assert all(service_of(trace, request) == "mcpexec-gateway" for request in requests)
     # The PII scan says how much it found, the vault how much it was asked for.
     assert sum(tags(span).get("mcpexec.pii.found.EMAIL", 0) for span in named["gateway.pii_scan"]) >= 2
