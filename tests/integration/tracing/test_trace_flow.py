@@ -10,18 +10,21 @@ import json
 import os
 import sys
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from gateway.settings import LLMUpstream
 from mcpexec import tracing
 from mcpexec.api.agenttask import parse_agenttask, runtime_task_config
 from mcpexec.api.mcpserver import MCPServerSpec
 from tests.integration.gateway.conftest import start_gateway
-from tests.integration.runtime.conftest import runtime_root, start_runtime
+from tests.integration.runtime.conftest import RuntimeRun, runtime_root, start_runtime
 from tests.integration.tracing.trace_server import EMAIL, PHONE, records
 from tests.support.components import free_port, listening, redis_server
+from tests.support.scripted_llm import ScriptedLLM
 from tests.support.trace_receiver import Jaeger, jaeger, parent_of, render, service_of, spans_by_name, tags
 
 TRACE_SERVER = [sys.executable, "-m", "tests.integration.tracing.trace_server"]
@@ -58,6 +61,40 @@ def _complete(trace: dict[str, Any]) -> bool:
     )
 
 
+@dataclass(frozen=True)
+class TracedRun:
+    run: RuntimeRun
+    traceparent: str  # the task's: the stand-in for the operator's launch span
+    token: str
+
+
+def _traced_run(
+    tmp_path: Path, servers: dict[str, MCPServerSpec], spec: dict[str, Any], llm: LLMUpstream | None = None
+) -> TracedRun:
+    """`python3 -S -m runtime` on a task of `spec` under a gateway (Redis-backed vault) whose spans go to the
+    receiver; the task's trace starts at a span of the test's, as the operator's launch starts it in a cluster."""
+    task = parse_agenttask(
+        {
+            "apiVersion": "mcpexec.dev/v1alpha1",
+            "kind": "AgentTask",
+            "metadata": {"name": "traced", "namespace": "default"},
+            "spec": spec,
+        }
+    )
+    with redis_server() as redis_url, start_gateway(servers, tmp_path / "gw.sock", redis_url=redis_url, llm=llm) as gw:
+        with tracing.span("operator.launch") as launch:
+            traceparent = tracing.traceparent_of(launch)
+        assert traceparent is not None
+        token = gw.gateway.register_task(task, 600, traceparent)
+        context = gw.gateway.context(task.task_id)
+        assert context is not None
+        config = runtime_task_config("default", "traced", context.uid, task.spec, traceparent=traceparent)
+        run = start_runtime(
+            runtime_root(tmp_path), task, f"unix://{gw.socket_path}", token=token, task_json=json.dumps(config)
+        ).wait()
+    return TracedRun(run, traceparent, token)
+
+
 def test_one_trace_from_the_task_through_the_runtime_and_gateway_to_the_mcp_servers(
     traced: Jaeger, tmp_path: Path
 ) -> None:
@@ -67,36 +104,10 @@ def test_one_trace_from_the_task_through_the_runtime_and_gateway_to_the_mcp_serv
         "crm": MCPServerSpec(transport="stdio", command=TRACE_SERVER, env={"RECORD_FILE": str(calls)}),
         "crmhttp": MCPServerSpec(transport="streamableHttp", url=f"http://127.0.0.1:{port}/mcp"),
     }
-    task = parse_agenttask(
-        {
-            "apiVersion": "mcpexec.dev/v1alpha1",
-            "kind": "AgentTask",
-            "metadata": {"name": "traced", "namespace": "default"},
-            "spec": {"mcpServers": ["crm", "crmhttp"], "code": CODE},
-        }
-    )
-    http_server = listening(
-        [*TRACE_SERVER, "--http", str(port)], port, "trace server", {**os.environ, "RECORD_FILE": str(calls)}
-    )
-    with (
-        http_server,
-        redis_server() as redis_url,
-        start_gateway(servers, tmp_path / "gw.sock", redis_url=redis_url) as gw,
-    ):
-        with tracing.span("operator.launch") as launch:
-            traceparent = tracing.traceparent_of(launch)
-        assert traceparent is not None
-        token = gw.gateway.register_task(task, 600, traceparent)
-        context = gw.gateway.context(task.task_id)
-        assert context is not None
-        config = runtime_task_config("default", "traced", context.uid, task.spec, traceparent=traceparent)
-        run = start_runtime(
-            runtime_root(tmp_path),
-            task,
-            f"unix://{gw.socket_path}",
-            token=token,
-            task_json=json.dumps(config),
-        ).wait()
+    recorded = {**os.environ, "RECORD_FILE": str(calls)}
+    with listening([*TRACE_SERVER, "--http", str(port)], port, "trace server", recorded):
+        traced_run = _traced_run(tmp_path, servers, {"mcpServers": ["crm", "crmhttp"], "code": CODE})
+    run, traceparent, token = traced_run.run, traced_run.traceparent, traced_run.token
     assert run.exit_code == 0, run
     assert run.result["result"].strip() == "[EMAIL_1] [PHONE_1]"  # the sandbox saw tokens only
 
@@ -136,4 +147,34 @@ def test_one_trace_from_the_task_through_the_runtime_and_gateway_to_the_mcp_serv
     # ... and into no span: every attribute, event and resource attribute of the whole trace is scanned.
     exported = json.dumps(trace)
     for secret in (EMAIL, PHONE, token):
+        assert secret not in exported
+
+
+def test_an_llm_turn_is_a_span_of_the_runtime_over_the_gateways_model_call(traced: Jaeger, tmp_path: Path) -> None:
+    calls = tmp_path / "calls.jsonl"
+    servers = {"crm": MCPServerSpec(transport="stdio", command=TRACE_SERVER, env={"RECORD_FILE": str(calls)})}
+    turns = [
+        '```python\nprint(call_tool("crm/lookup", {"customer": "C1"})["email"])\n```',
+        "```final\nThe customer's email is [EMAIL_1].\n```",
+    ]
+    with ScriptedLLM(turns) as llm:
+        spec = {"mcpServers": ["crm"], "prompt": "find C1's email", "model": "m"}
+        traced_run = _traced_run(tmp_path, servers, spec, llm.upstream("sk-secret-key"))
+    assert traced_run.run.exit_code == 0, traced_run.run
+    trace_id = traced_run.traceparent.split("-")[1]
+    trace = traced.wait_for(trace_id, lambda t: len(spans_by_name(t).get("runtime.llm_call", [])) == 2)
+    named = spans_by_name(trace)
+    (task_span,) = named["runtime.task"]
+    turns_ids = {span["spanID"] for span in named["runtime.llm_call"]}
+    assert {parent_of(span) for span in named["runtime.llm_call"]} == {task_span["spanID"]}
+    assert all(tags(span)["mcpexec.llm.tokens_in"] > 0 for span in named["runtime.llm_call"])
+    requests = named["POST /v1/llm/chat/completions"]
+    assert {parent_of(request) for request in requests} == turns_ids
+    assert {parent_of(span) for span in named["gateway.llm_call"]} == {request["spanID"] for request in requests}
+    assert {tags(span)["mcpexec.llm.model"] for span in named["gateway.llm_call"]} == {"m"}
+    # The tool call the model's code made is in the same trace, under the task.
+    (call,) = named["runtime.tool_call"]
+    assert parent_of(call) == task_span["spanID"]
+    exported = json.dumps(trace)
+    for secret in (EMAIL, PHONE, traced_run.token, "sk-secret-key"):
         assert secret not in exported
