@@ -86,12 +86,15 @@ def allowed_attributes(attributes: dict[str, Any]) -> dict[str, str | int]:
 
 
 def sandbox_spans(ctx: TaskContext, posted: SandboxSpans) -> list[ReadableSpan]:
-    """The posted spans as the gateway exports them: in the task's trace (none without one), under the task's span
-    unless they name a parent, with the allowed attributes only, a span ending before it starts dropped."""
+    """The posted spans as the gateway exports them: in the task's trace (none without one, or one sampled out), under
+    the task's span unless they name a parent, with the allowed attributes only, a span ending before it starts
+    dropped."""
     task = tracing.parse(ctx.traceparent) if ctx.traceparent else None
     if task is None:
         return []
-    trace_id, task_span_id, _flags = task
+    trace_id, task_span_id, flags = task
+    if not flags & TraceFlags.SAMPLED:  # the task's trace was sampled out (OTEL_TRACES_SAMPLER): so are its spans
+        return []
     resource = Resource({SERVICE_NAME: SANDBOX_SERVICE, **task_attributes(ctx)})
     scope = InstrumentationScope("mcpexec.runtime")
     sampled = TraceFlags(TraceFlags.SAMPLED)

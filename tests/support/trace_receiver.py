@@ -135,9 +135,8 @@ def render(trace: dict[str, Any]) -> str:
             shown = {k: v for k, v in tags(span).items() if k.startswith(("mcpexec.", "http."))}
             attributes = " ".join(f"{k}={v}" for k, v in shown.items())
             service = service_of(trace, span)
-            lines.append(
-                f"{'  ' * depth}{span['operationName']} [{service}] {span['duration'] / 1000:.1f} {attributes}"
-            )
+            line = f"{'  ' * depth}{span['operationName']} [{service}] {span['duration'] / 1000:.1f} {attributes}"
+            lines.append(line.rstrip())
             walk(span["spanID"], depth + 1)
 
     walk(None, 0)

@@ -103,6 +103,10 @@ def test_spans_that_end_before_they_start_or_have_zero_ids_are_dropped() -> None
     assert [f"{span.context.span_id:016x}" for span in kept] == ["c" * 16]
 
 
-def test_a_task_without_a_trace_has_none_of_its_sandboxs_spans_taken() -> None:
+def test_a_task_without_a_trace_or_sampled_out_has_none_of_its_sandboxs_spans_taken() -> None:
     untraced = TaskContext(task=CONTEXT.task, uid="uid-1", expires_at=CONTEXT.expires_at)
     assert _taken(_span(), ctx=untraced) == []
+    sampled_out = TaskContext(
+        task=CONTEXT.task, uid="uid-1", expires_at=CONTEXT.expires_at, traceparent=f"00-{TRACE_ID}-{TASK_SPAN}-00"
+    )
+    assert _taken(_span(), ctx=sampled_out) == []
