@@ -20,11 +20,14 @@ from gateway.settings import LLMUpstream
 from mcpexec import tracing
 from mcpexec.api.agenttask import parse_agenttask, runtime_task_config
 from mcpexec.api.mcpserver import MCPServerSpec
+from mcpexec.local.sandbox.process import UnsafeProcessSandbox
+from mcpexec.local.sessions import LocalSessions
 from tests.integration.gateway.conftest import start_gateway
 from tests.integration.runtime.conftest import RuntimeRun, runtime_root, start_runtime
 from tests.integration.tracing.trace_server import EMAIL, PHONE, records
 from tests.support.components import free_port, listening, redis_server
 from tests.support.scripted_llm import ScriptedLLM
+from tests.support.sessions import SessionsThread
 from tests.support.trace_receiver import Jaeger, jaeger, parent_of, render, service_of, spans_by_name, tags
 
 TRACE_SERVER = [sys.executable, "-m", "tests.integration.tracing.trace_server"]
@@ -178,3 +181,27 @@ def test_an_llm_turn_is_a_span_of_the_runtime_over_the_gateways_model_call(trace
     exported = json.dumps(trace)
     for secret in (EMAIL, PHONE, traced_run.token, "sk-secret-key"):
         assert secret not in exported
+
+
+def test_a_sessions_executions_are_spans_of_the_trace_its_launch_started(
+    traced: Jaeger, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`mcpexec serve`'s session core (the runtime in session mode as a real subprocess): each execution is a span
+    of the session's trace, its tool calls under it, sent out after each execution."""
+    monkeypatch.setenv("MCPEXEC_HOME", str(tmp_path / "home"))
+    servers = {"crm": MCPServerSpec(transport="stdio", command=TRACE_SERVER, env={"RECORD_FILE": str(tmp_path / "r")})}
+    code = 'print(call_tool("crm/lookup", {"customer": "C1"})["email"])'
+    with SessionsThread(LocalSessions(servers, UnsafeProcessSandbox(), warm=1)) as thread:
+        session = thread.claim_ready()
+        outcome = thread.execute(session, code)
+        traceparent = session.context.traceparent
+        assert outcome.stdout.strip() == "[EMAIL_1]" and traceparent is not None
+        trace_id, start_id = traceparent.split("-")[1:3]
+        trace = traced.wait_for(trace_id, lambda t: "runtime.session_execution" in spans_by_name(t))
+    named = spans_by_name(trace)
+    (start,) = named["mcpexec.session_start"]
+    (execution,) = named["runtime.session_execution"]
+    (call,) = named["runtime.tool_call"]
+    assert start["spanID"] == start_id and parent_of(call) == execution["spanID"]
+    assert tags(execution)["mcpexec.execution_id"] and parent_of(execution) is not None  # under the runtime's task
+    assert EMAIL not in json.dumps(trace)
