@@ -26,6 +26,7 @@ from controller.serial import OneAtATime
 from controller.settings import OperatorSettings
 from controller.starts import Starts
 from controller.watches import Watch
+from mcpexec import tracing
 from mcpexec.api.agenttask import Phase
 from mcpexec.api.meta import (
     AGENTSESSION_PLURAL,
@@ -54,6 +55,7 @@ _metrics_started: set[int] = set()
 
 @kopf.on.startup()
 def configure(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) -> None:
+    tracing.configure("mcpexec-operator")  # on only with an OTLP endpoint in the environment
     settings.persistence.progress_storage = kopf.AnnotationsProgressStorage(prefix=GROUP)
     settings.persistence.diffbase_storage = DigestedDiffBaseStorage(prefix=GROUP, changed_kinds=CHANGE_HANDLED)
     settings.posting.level = logging.WARNING
@@ -299,3 +301,4 @@ async def stop_sweepers(memo: kopf.Memo, **_: Any) -> None:
         watch.stop()
     memo.starts.stop()
     memo.work.shutdown(wait=False, cancel_futures=True)
+    tracing.flush()  # what is queued is exported now

@@ -61,10 +61,13 @@ class _Owner:
         }
 
 
+@dataclass(frozen=True)
 class TaskRef(_Owner):
-    """An AgentTask: its ServiceAccount, ConfigMap, NetworkPolicy and Job."""
+    """An AgentTask: its ServiceAccount, ConfigMap, NetworkPolicy and Job. `traceparent`: the span its sandbox's
+    spans go under (tracing on)."""
 
     kind = "AgentTask"
+    traceparent: str | None = None
 
     def children(self) -> tuple[str, dict[str, str]]:
         return child_name(self.name), task_labels(self.name)
@@ -91,7 +94,7 @@ def service_account(owner: TaskRef | PoolRef) -> Manifest:
 
 def task_config(task: TaskRef, spec: AgentTaskSpec) -> Manifest:
     """What the runtime reads at start (docs/contracts.md: task.json)."""
-    config = runtime_task_config(task.namespace, task.name, task.uid, spec)
+    config = runtime_task_config(task.namespace, task.name, task.uid, spec, traceparent=task.traceparent)
     return {
         "apiVersion": "v1",
         "kind": "ConfigMap",

@@ -36,14 +36,16 @@ from controller.pools import made
 from controller.serial import OneAtATime
 from controller.settings import OperatorSettings
 from controller.status import merge, observe, observe_sandbox
+from mcpexec import tracing
 from mcpexec.api import egress
 from mcpexec.api.agenttask import AgentTaskSpec, Phase
 from mcpexec.api.conditions import ConditionType, condition, find
-from mcpexec.api.meta import validation_message
+from mcpexec.api.meta import TRACEPARENT_ANNOTATION, validation_message
 from mcpexec.api.reasons import EventReason, Reason
 from mcpexec.api.sandboxpool import Claim, LaunchType, SandboxPool, WhenEmpty, pooled_spec, template_hash, widening
 from mcpexec.api.status import AgentTaskStatus
 from mcpexec.api.timestamps import now, parse_time
+from mcpexec.tracing import task_attributes, traceparent_of
 
 PREREQUISITE_RETRY_SECONDS = 5
 # A task waiting for a pool's idle sandbox (whenEmpty: Wait) looks again this often.
@@ -79,6 +81,11 @@ def _record_phase(cluster: Cluster, update: StatusUpdate[AgentTaskStatus]) -> No
     latest = find(conditions, ConditionType.FINISHED) or find(conditions, ConditionType.ACCEPTED)
     message = (latest.message if latest else "") or f"task is {phase.value}"
     cluster.record_event(update.document, phase.value, message, warning=phase in (Phase.FAILED, Phase.TIMED_OUT))
+    if status.traceparent is not None:  # the change, in the task's trace
+        with tracing.span(
+            "operator.phase", task_attributes(update.document["metadata"]), parent=status.traceparent
+        ) as span:
+            span.set_attribute("mcpexec.phase", phase.value)
     if phase is Phase.RUNNING:
         observe_start(update.document["metadata"]["creationTimestamp"], (status.launch_type or LaunchType.COLD).value)
 
@@ -187,18 +194,27 @@ def _reconcile(cluster: Cluster, settings: OperatorSettings, document: dict[str,
         if wider:
             _cannot_run(cluster, document, spec, Reason.POLICY_WIDENED, "; ".join(wider), final=True, outcome="invalid")
             return
-        task = manifests.TaskRef(name=name, namespace=namespace, uid=meta["uid"])
-        try:
-            if spec.pool_ref is None:
-                _run_cold(cluster, settings, document, task, spec)
-            else:
-                _run_pooled(cluster, settings, document, task, spec)
-        except kopf.TemporaryError:
-            RECONCILES.labels(outcome="waiting").inc()
-            raise
-        except Exception as exc:
-            RECONCILE_ERRORS.labels(error=type(exc).__name__).inc()
-            raise
+        # The launch is the task's first span: its creator's trace continued (the annotation), or a new one.
+        creator = (meta.get("annotations") or {}).get(TRACEPARENT_ANNOTATION)
+        with tracing.span("operator.launch", task_attributes(meta), parent=creator) as span:
+            task = manifests.TaskRef(name=name, namespace=namespace, uid=meta["uid"], traceparent=traceparent_of(span))
+            _launch(cluster, settings, document, task, spec)
+
+
+def _launch(
+    cluster: Cluster, settings: OperatorSettings, document: dict[str, Any], task: manifests.TaskRef, spec: AgentTaskSpec
+) -> None:
+    try:
+        if spec.pool_ref is None:
+            _run_cold(cluster, settings, document, task, spec)
+        else:
+            _run_pooled(cluster, settings, document, task, spec)
+    except kopf.TemporaryError:
+        RECONCILES.labels(outcome="waiting").inc()
+        raise
+    except Exception as exc:
+        RECONCILE_ERRORS.labels(error=type(exc).__name__).inc()
+        raise
 
 
 def _ran_before(cluster: Cluster, document: dict[str, Any], refused: ledger.Refusal) -> None:
@@ -241,14 +257,24 @@ def _launched_since(cluster: Cluster, document: dict[str, Any]) -> bool:
 
 
 def _accepted(
-    document: dict[str, Any], spec: AgentTaskSpec, launch: LaunchType, reason: Reason, message: str
+    document: dict[str, Any],
+    spec: AgentTaskSpec,
+    launch: LaunchType,
+    reason: Reason,
+    message: str,
+    task: manifests.TaskRef | None = None,
 ) -> AgentTaskStatus:
+    """`task`: what was launched, with its trace (kept in the status: the gateway hands a claimed sandbox its trace
+    from there, and people find the task's trace by its id)."""
+    traceparent = None if task is None else task.traceparent
     return AgentTaskStatus(
         phase=Phase.PENDING,
         mode=spec.mode,
         launch_type=launch,
         observed_generation=document["metadata"].get("generation", 1),
         conditions=[condition(ConditionType.ACCEPTED, True, reason, message)],
+        trace_id=None if traceparent is None else traceparent.split("-")[1],
+        traceparent=traceparent,
     )
 
 
@@ -283,7 +309,7 @@ def _run_cold(
     ]
     cluster.ensure_all(confined, task.uid)
     cluster.ensure(manifests.job(task, spec, settings), task.uid)
-    observed = _accepted(document, spec, LaunchType.COLD, Reason.JOB_CREATED, "sandboxed Job created")
+    observed = _accepted(document, spec, LaunchType.COLD, Reason.JOB_CREATED, "sandboxed Job created", task)
     observed.job_name = child_name(task.name)
     write_status(cluster, task.namespace, task.name, observed, known=None if claim else document)
     observe_claim(document["metadata"]["creationTimestamp"], LaunchType.COLD.value)
@@ -399,7 +425,7 @@ def _claimed(
     waited = claims.waited(document)
     claim = ceiling.model_copy(update={"pod_name": meta["name"], "pod_uid": meta["uid"], "claim_seconds": waited})
     message = f"claimed sandbox {meta['name']} of SandboxPool {ceiling.pool}"
-    observed = _accepted(document, spec, LaunchType.WARM, Reason.SANDBOX_CLAIMED, message)
+    observed = _accepted(document, spec, LaunchType.WARM, Reason.SANDBOX_CLAIMED, message, task)
     observed.pod_name, observed.start_time, observed.claim = meta["name"], now(), claim
     # Only a ready sandbox is claimed: its runtime is up, so the task runs from its first status (one write less).
     if observe_sandbox(pod).phase is Phase.RUNNING:

@@ -24,6 +24,8 @@ class TaskContext:
     expires_at: float
     ceiling: SandboxPolicy | None = None
     session: bool = False
+    # The task's trace (W3C traceparent of the span its sandbox's spans go under; None: not traced).
+    traceparent: str | None = None
 
     @property
     def task_id(self) -> str:

@@ -34,6 +34,7 @@ from gateway.tools.catalog import Catalog, ServerKey, local_server_key
 from gateway.tools.skill_seals import SkillSeals
 from gateway.upstreams.pool import UpstreamPool
 from gateway.usage import UsageMeter
+from mcpexec import tracing
 from mcpexec.api.approval import AnnotationRule
 from mcpexec.api.mcpserver import MCPServerSpec
 from mcpexec.api.pii import DEFAULT_PHONE_REGIONS, PiiEntity
@@ -87,6 +88,7 @@ class GatewayConfig:
 class GatewayCore:
     def __init__(self, backends: GatewayBackends, config: GatewayConfig | None = None) -> None:
         config = config or GatewayConfig()
+        tracing.configure("mcpexec-gateway")  # on only with an OTLP endpoint in the environment
         self.limits = config.limits
         self.authenticator = backends.authenticator
         self.assigner = backends.assigner
@@ -184,3 +186,4 @@ class GatewayCore:
         await self.executions.close()
         await self.approvals.holds.close()
         self.scans.close()
+        await asyncio.to_thread(tracing.flush)

@@ -14,10 +14,10 @@ import sys
 import time
 from typing import Any
 
-from runtime import client, egress, plan, session, skills, wrappers
+from runtime import client, egress, plan, session, skills, trace, wrappers
 from runtime.agent import run_agent
 from runtime.config import Environment
-from runtime.contract import SESSION_MODE
+from runtime.contract import SESSION_MODE, TRACEPARENT_KEY
 from runtime.executor import Executor, Outcome
 from runtime.llm import ask_llm
 from runtime.output import OutputLog
@@ -83,13 +83,17 @@ def main() -> int:
     task: dict[str, Any] | None = None
     try:
         task = client.await_assignment() if env.await_assignment else env.task()
-        result = _run(env, task, usage, log)
+        trace.start(task.get(TRACEPARENT_KEY))
+        with trace.span("runtime.task", **{"mcpexec.mode": str(task.get("mode"))}) as attributes:
+            result = _run(env, task, usage, log)
+            attributes["mcpexec.outcome"] = result.phase.lower()
     except client.ToolError as exc:
         result = Result("Failed", "", f"gateway: {exc}", usage)
     except Exception as exc:  # whatever breaks, the operator gets a Failed result and a reason, not silence
         result = Result("Failed", "", f"runtime: {type(exc).__name__}: {exc}", usage)
     finally:
         log.close()
+    client.gateway().flush_spans()
     if client.gateway().vault.lost is not None:  # the task's tokens may mean other values now: runtime/vault_marks.py
         result = Result("Failed", result.result, f"vault_lost: {client.gateway().vault.lost}", usage)
     usage.toolCalls = client.gateway().tool_calls

@@ -90,7 +90,7 @@ def run_agent(
         request: dict[str, Any] = {"messages": messages}
         if model:
             request["model"] = model
-        answer = gateway.request("POST", "/v1/llm/chat/completions", request)
+        answer = gateway.chat(request)
         usage.llmTurns += 1
         usage.tokensIn += int((answer.get("usage") or {}).get("prompt_tokens", 0))
         usage.tokensOut += int((answer.get("usage") or {}).get("completion_tokens", 0))

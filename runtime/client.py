@@ -14,8 +14,9 @@ import urllib.parse
 import uuid
 from typing import Any
 
+from runtime import trace
 from runtime.config import Environment
-from runtime.contract import ASSIGNMENT_PATH
+from runtime.contract import ASSIGNMENT_PATH, LLM_PATH, TRACEPARENT_HEADER, TRACES_PATH
 from runtime.errors import APPROVAL_ANSWERS, ApprovalDenied, ApprovalNotPlanned, ApprovalTimeout, Planned
 from runtime.errors import ToolError as ToolError  # agent code, skills and session.py know it as client.ToolError
 from runtime.transport import (
@@ -85,6 +86,25 @@ class Gateway:
         included, is not sent again."""
         self._send("POST", path, payload, connect_for, answer_for)
 
+    def chat(self, request: dict[str, Any]) -> dict[str, Any]:
+        """One model call through the gateway's LLM proxy (OpenAI chat completions), traced."""
+        with trace.span("runtime.llm_call") as attributes:
+            answer: dict[str, Any] = self.request("POST", LLM_PATH, request)
+            if isinstance(answer.get("model"), str):
+                attributes["mcpexec.llm.model"] = answer["model"]
+            usage = answer.get("usage") or {}
+            for key, field in (
+                ("mcpexec.llm.tokens_in", "prompt_tokens"),
+                ("mcpexec.llm.tokens_out", "completion_tokens"),
+            ):
+                if isinstance(usage.get(field), int):
+                    attributes[key] = usage[field]
+            return answer
+
+    def flush_spans(self) -> None:
+        """Hand the finished spans to the gateway (runtime/trace.py), briefly: they may be dropped."""
+        trace.flush(lambda payload: self.post_once(TRACES_PATH, payload, connect_for=2.0, answer_for=10.0))
+
     def poll(self, path: str, wait_seconds: int) -> dict[str, Any] | None:
         """One long poll of `path`, one try (long_poll backs off): its answer, or None when the gateway had nothing
         within `wait_seconds` (204)."""
@@ -103,6 +123,9 @@ class Gateway:
             raise ToolError(409, VAULT_LOST, str(self.vault.lost))
         headers = {"Authorization": f"Bearer {self._env.bearer()}", "Content-Type": "application/json"}
         headers.update(self.vault.headers())
+        traceparent = trace.header()
+        if traceparent is not None:
+            headers[TRACEPARENT_HEADER] = traceparent
         answer = self._connections.exchange(method, path, payload, headers, retry_for, answer_for)
         try:
             decoded = None if answer.status == 204 else json.loads(answer.body)
@@ -193,6 +216,15 @@ def call_tool(name: str, arguments: dict[str, Any] | None = None) -> Any:
     ApprovalTimeout (both ToolErrors; the call did not run). In a plan's dry run it returns a Planned placeholder (it
     was recorded, not run); in the plan's real run, a call the approved plan does not hold raises ApprovalNotPlanned.
     """
+    with trace.span("runtime.tool_call", **{"mcpexec.tool": name}) as attributes:
+        try:
+            return _call_tool(name, arguments)
+        except ToolError as exc:
+            attributes["mcpexec.outcome"] = exc.code
+            raise
+
+
+def _call_tool(name: str, arguments: dict[str, Any] | None) -> Any:
     gw = gateway()
     gw.tool_calls += 1
     path = f"/v1/tools/{_quote(name)}/call"

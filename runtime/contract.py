@@ -67,6 +67,8 @@ RESULT_REPORT_PATH = "/v1/task/result"
 # points the task's tools at it (through a loopback listener of its own) when the task config grants egress.
 EGRESS_PROXY_ENV = "MCPEXEC_EGRESS_PROXY"
 EGRESS_SOCKET_NAME = "egress.sock"
+# The gateway's LLM proxy (OpenAI chat completions), the runtime's only model.
+LLM_PATH = "/v1/llm/chat/completions"
 
 
 def local_gateway_url() -> str:
@@ -116,3 +118,13 @@ def python_identifier(name: str) -> str:
     if not ident or ident[0].isdigit():
         ident = "_" + ident
     return ident + "_" if keyword.iskeyword(ident) else ident
+
+
+# Tracing (docs/observability.md): the task's W3C trace context, handed to the runtime in its task config
+# (TRACEPARENT_KEY); the runtime sends it on to the gateway with each request (TRACEPARENT_HEADER) and posts its own
+# finished spans to TRACES_PATH (the sandbox has no other egress), at most TRACE_SPANS_PER_POST a post.
+TRACEPARENT_KEY = "traceparent"
+TRACEPARENT_HEADER = "traceparent"
+TRACEPARENT_PATTERN = re.compile(r"^00-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})$")
+TRACES_PATH = "/v1/traces"
+TRACE_SPANS_PER_POST = 128

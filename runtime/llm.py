@@ -12,5 +12,5 @@ from runtime import client
 def ask_llm(prompt: str, max_tokens: int = 1024) -> str:
     """The model's answer to `prompt` (one user message, no history)."""
     request = {"messages": [{"role": "user", "content": prompt}], "max_tokens": max_tokens}
-    answer = client.gateway().request("POST", "/v1/llm/chat/completions", request)
+    answer = client.gateway().chat(request)
     return str(answer["choices"][0]["message"].get("content") or "")

@@ -20,7 +20,7 @@ import urllib.parse
 from collections import OrderedDict
 from typing import Any
 
-from runtime import client, plan
+from runtime import client, plan, trace
 from runtime.contract import SESSION_EXECUTIONS_PATH, SESSION_NEXT_PATH
 from runtime.delivery import Delivery
 from runtime.executor import Executor, Outcome
@@ -75,9 +75,11 @@ def serve(executor: Executor) -> str:
         delivery = Delivery(float(execution.get("idleTimeoutSeconds") or DEFAULT_IDLE_TIMEOUT_SECONDS))
         report = ran.outcome(execution_id)
         if report is None:
-            report = _run(executor, execution, delivery)
+            with trace.span("runtime.session_execution", **{"mcpexec.execution_id": execution_id}):
+                report = _run(executor, execution, delivery)
             ran.add(execution_id, report)
         refused = delivery.post(f"{SESSION_EXECUTIONS_PATH}/{urllib.parse.quote(execution_id, safe='')}", report)
+        client.gateway().flush_spans()
         if (lost := client.gateway().vault.lost) is not None:  # its tokens may mean other values now (vault_marks.py)
             return f"vault_lost: {lost}"
         if refused is None:

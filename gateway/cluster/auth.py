@@ -25,6 +25,7 @@ from gateway.cluster.claims import ClaimEntry, ClaimIndex
 from gateway.cluster.directory import KubeDirectory
 from gateway.context import TaskContext
 from gateway.errors import Forbidden, SandboxNotClaimed, Unauthenticated
+from mcpexec import tracing
 from mcpexec.api.agentsession import AgentSession, SessionPhase, session_task
 from mcpexec.api.agenttask import AgentTask, Phase
 from mcpexec.api.meta import POOL_LABEL, TASK_LABEL
@@ -143,12 +144,17 @@ def task_context(document: dict[str, Any], expected_uid: str, valid_until: float
     claim = _claim(document)
     if task.spec.pool_ref is not None and (claim is None or claim.pool != task.spec.pool_ref.name):
         raise SandboxNotClaimed(f"the task's claim on pool {task.spec.pool_ref.name!r} is not recorded yet")
+    # The operator's word on the task's trace (the span that launched or claimed its sandbox).
+    traceparent = (document.get("status") or {}).get("traceparent")
+    traceparent = traceparent if isinstance(traceparent, str) and tracing.parse(traceparent) else None
     if claim is None:
-        return TaskContext(task=task, uid=expected_uid, expires_at=valid_until)
+        return TaskContext(task=task, uid=expected_uid, expires_at=valid_until, traceparent=traceparent)
     wider = [name for name in task.spec.mcp_servers if name not in claim.policy.mcp_servers]
     if wider:
         raise Forbidden(f"spec.mcpServers {wider} are not in the pool's template")
-    return TaskContext(task=task, uid=expected_uid, expires_at=valid_until, ceiling=claim.policy)
+    return TaskContext(
+        task=task, uid=expected_uid, expires_at=valid_until, ceiling=claim.policy, traceparent=traceparent
+    )
 
 
 def claimed_task_context(

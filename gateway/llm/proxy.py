@@ -28,6 +28,7 @@ from gateway.settings import LLMUpstream
 from gateway.telemetry import audit
 from gateway.telemetry.metrics import GatewayMetrics
 from gateway.usage import UsageMeter
+from mcpexec import tracing
 
 
 class ChatMessage(BaseModel):
@@ -157,7 +158,8 @@ class LLMProxy:
         started = time.perf_counter()
         outcome = "ok"
         try:
-            answer = await self._post(body)
+            with tracing.span("gateway.llm_call", {"mcpexec.llm.model": model, "mcpexec.llm.api": upstream.api}):
+                answer = await self._post(body)
         except GatewayError as exc:
             outcome = exc.code
             raise

@@ -30,13 +30,13 @@ class LocalTaskAuthority:
         self._tasks: dict[str, TaskContext] = {}
         self._verified: dict[str, tuple[str, str, float]] = {}  # token -> (sub, uid, exp)
 
-    def register(self, task: AgentTask, ttl_seconds: int) -> tuple[TaskContext, str]:
+    def register(self, task: AgentTask, ttl_seconds: int, traceparent: str | None = None) -> tuple[TaskContext, str]:
         """Record the task and mint its token; claims per docs/contracts.md. The uid that scopes its vault and
         sessions is drawn here: the task's own `metadata.uid` is the author's to choose, so two runs naming the same
         one would share a vault (on a shared Redis)."""
         uid = str(uuid.uuid4())
         now = int(time.time())
-        context = TaskContext(task=task, uid=uid, expires_at=now + ttl_seconds)
+        context = TaskContext(task=task, uid=uid, expires_at=now + ttl_seconds, traceparent=traceparent)
         self._tasks[task.task_id] = context
         claims = {"sub": task.task_id, "uid": uid, "aud": GATEWAY_AUDIENCE, "iat": now, "exp": now + ttl_seconds}
         return context, jwt.encode(claims, self._secret, algorithm=ALGORITHM)

@@ -110,15 +110,19 @@ class LocalGateway:
             await self._http.stop()
         await self.core.close()
 
-    def register_task(self, task: AgentTask, ttl_seconds: int) -> str:
-        """Admit a task for `ttl_seconds`; returns its bearer token (claims: sub, uid, aud, iat, exp)."""
-        _context, token = self._authority.register(task, ttl_seconds)
+    def register_task(self, task: AgentTask, ttl_seconds: int, traceparent: str | None = None) -> str:
+        """Admit a task for `ttl_seconds`; returns its bearer token (claims: sub, uid, aud, iat, exp). `traceparent`:
+        the trace its sandbox continues (its spans are taken into it)."""
+        _context, token = self._authority.register(task, ttl_seconds, traceparent)
         return token
 
-    def open_session(self, task: AgentTask, ttl_seconds: int) -> tuple[TaskContext, str]:
+    def open_session(
+        self, task: AgentTask, ttl_seconds: int, traceparent: str | None = None
+    ) -> tuple[TaskContext, str]:
         """Admit a task as an interactive session for `ttl_seconds`: its context (whose scope keys its executions in
-        `core.executions`) and the bearer token of the sandbox that runs them. Ended by `unregister_task`."""
-        context, token = self._authority.register(task, ttl_seconds)
+        `core.executions`) and the bearer token of the sandbox that runs them. Ended by `unregister_task`.
+        `traceparent`: the trace its sandbox continues."""
+        context, token = self._authority.register(task, ttl_seconds, traceparent)
         self.core.executions.open(context.scope)
         return context, token
 

@@ -28,6 +28,7 @@ from gateway.pii.protection import Protection
 from gateway.pii.scanner import Offload, cheap, detect_all, in_thread
 from gateway.pii.vault import Vault
 from gateway.pii.vault_marks import VaultView
+from mcpexec import tracing
 from mcpexec.api.pii import PiiEntity
 
 # Media types whose payload is text however it is carried: text/*, these, and the +json/+xml/+yaml families.
@@ -188,16 +189,22 @@ class PiiTokenizer:
         occurrences = Counter(text for text in texts if text)
         if not occurrences:
             return value
-        found = await self._find(ctx, list(occurrences), view)
+        with tracing.span("gateway.pii_scan", {"mcpexec.pii.strings": len(occurrences)}) as scan:
+            found = await self._find(ctx, list(occurrences), view)
+            counts: dict[str, int] = {}
+            for text, detections in found.items():
+                for d in detections:
+                    counts[d.entity] = counts.get(d.entity, 0) + occurrences[text]
+            # Counts by entity, never a value.
+            scan.set_attributes({f"mcpexec.pii.found.{entity}": count for entity, count in counts.items()})
         pairs = {(d.entity, text[d.start : d.end]): None for text, detections in found.items() for d in detections}
         if not pairs:
             return value
-        minted = await self.vault.tokens_for(ctx.scope, list(pairs), self._ttl, view)
+        with tracing.span(
+            "gateway.vault", {"mcpexec.vault.operation": "tokens_for", "mcpexec.vault.values": len(pairs)}
+        ):
+            minted = await self.vault.tokens_for(ctx.scope, list(pairs), self._ttl, view)
         tokens = dict(zip(pairs, minted, strict=True))
-        counts: dict[str, int] = {}
-        for text, detections in found.items():
-            for d in detections:
-                counts[d.entity] = counts.get(d.entity, 0) + occurrences[text]
         for entity, count in counts.items():
             self._on_detect(entity, count)
 
@@ -219,7 +226,10 @@ class PiiTokenizer:
         wanted = {m.group(): m.group(1) for text in texts for m in TOKEN.finditer(text)}
         if not wanted:
             return value
-        values = await self.vault.values_for(ctx.scope, list(wanted), view)
+        with tracing.span(
+            "gateway.vault", {"mcpexec.vault.operation": "values_for", "mcpexec.vault.tokens": len(wanted)}
+        ):
+            values = await self.vault.values_for(ctx.scope, list(wanted), view)
         known = {token: real for token, real in zip(wanted, values, strict=True) if real is not None}
         protection = self._protection(ctx)
         nameable = {*protection.entities, *(pattern.name for pattern in protection.patterns)}

@@ -21,6 +21,7 @@ from gateway.tools.arguments_check import ArgumentsCheck
 from gateway.tools.catalog import Catalog
 from gateway.upstreams.pool import UpstreamPool
 from gateway.usage import UsageMeter
+from mcpexec import tracing
 
 
 class CallRequest(BaseModel):
@@ -105,7 +106,8 @@ class ToolCaller:
         labels = (UNKNOWN_LABEL, UNKNOWN_LABEL)
         try:
             # Errors up to here (no such tool, not allowed) hold only what the sandbox sent: nothing to scan.
-            definition = await self._catalog.tool(ctx, server, tool)
+            with tracing.span("gateway.policy", {"mcpexec.tool": f"{server}/{tool}"}):
+                definition = await self._catalog.tool(ctx, server, tool)
             labels = (server, tool)
             try:
                 result = await self._call(ctx, server, tool, definition, request)
@@ -138,9 +140,10 @@ class ToolCaller:
         connection = self._upstreams.connection(ctx.scope, self._catalog.server_key(ctx, server))
         self._usage.of(ctx.scope).tool_calls += 1
         try:
-            result = await connection.call_tool(
-                tool, real, wait=0 if connection.failing else self._upstreams.connect_wait
-            )
+            with tracing.span("gateway.upstream_call", {"mcpexec.server": server, "mcpexec.tool": tool}):
+                result = await connection.call_tool(
+                    tool, real, wait=0 if connection.failing else self._upstreams.connect_wait
+                )
         except ServerUnavailable:
             if approved is not None:  # never sent: the approval stands for the caller's next try
                 await self._approvals.untake(ctx, approved, request.call_id)

@@ -26,6 +26,8 @@ from gateway.errors import ResultTooLarge, ServerConnectionLost, ServerUnavailab
 from gateway.upstreams.http_limits import bound_json_answers, dropped_for_size
 from gateway.upstreams.keepalive import reuse_connections
 from gateway.upstreams.stdio import bounded_stdio
+from gateway.upstreams.trace_context import send_trace_headers, trace_meta
+from mcpexec import tracing
 from mcpexec.api.mcpserver import MCPServerSpec
 
 log = logging.getLogger("mcpexec.gateway.upstreams")
@@ -45,6 +47,8 @@ def mcp_client(spec: MCPServerSpec, max_message_bytes: int, headers: dict[str, s
     http = create_mcp_http_client(headers=headers)
     bound_json_answers(http, max_message_bytes)
     reuse_connections(http)
+    if tracing.enabled():
+        send_trace_headers(http)
     # The SDK's default limit on one event is 1 MiB: larger results would fail over HTTP and not over stdio.
     transport = streamable_http_client(spec.url, http_client=http, max_sse_event_size=max_message_bytes)
     return Client(transport, mode="legacy", cache=None)
@@ -158,7 +162,7 @@ class MCPConnection:
         try:
             # One deadline over sending and answering (the SDK's own read timeout on top cost 0.07 ms a call).
             async with asyncio.timeout(timeout):
-                return await client.call_tool(tool, arguments)
+                return await client.call_tool(tool, arguments, meta=trace_meta())
         except TimeoutError:
             raise ToolTimeout(f"{self.server}/{tool} did not answer within {timeout:g}s") from None
         except _CONNECTION_LOST:

@@ -12,8 +12,10 @@ from gateway.core import GatewayCore
 from gateway.web.body_limit import BodyLimit
 from gateway.web.error_responses import install_error_handlers
 from gateway.web.http_responses import HttpResponses
-from gateway.web.routes import approvals, assignment, llm, session_runtime, skills, task_result, tools
+from gateway.web.request_spans import RequestSpans
+from gateway.web.routes import approvals, assignment, llm, session_runtime, skills, task_result, tools, traces
 from gateway.web.vault_marks import VaultMarks
+from mcpexec import tracing
 
 
 def gateway_app(core: GatewayCore, title: str, description: str, middleware: Sequence[Middleware] = ()) -> FastAPI:
@@ -34,6 +36,8 @@ def gateway_app(core: GatewayCore, title: str, description: str, middleware: Seq
     app.state.core = core
     app.add_middleware(BodyLimit, max_bytes=core.limits.max_request_bytes)
     app.user_middleware[:0] = middleware
+    if tracing.enabled():  # off: not even a check per request
+        app.add_middleware(RequestSpans)
     app.add_middleware(HttpResponses, counter=core.metrics.http_responses)
     install_error_handlers(app, core.metrics)
     return app
@@ -41,12 +45,12 @@ def gateway_app(core: GatewayCore, title: str, description: str, middleware: Seq
 
 def create_app(core: GatewayCore) -> FastAPI:
     """The API's areas, in the order of the OpenAPI document: assignment, session runtime, tools, approvals, skills,
-    LLM, the task's result."""
+    LLM, the task's result, its spans."""
     vault_marks = Middleware(VaultMarks, count_error=lambda code: core.metrics.errors.labels(code).inc())
     app = gateway_app(
         core, "mcpexec gateway", "The only door from an mcpexec sandbox to MCP tools and models.", [vault_marks]
     )
-    for area in (assignment, session_runtime, tools, approvals, skills, llm, task_result):
+    for area in (assignment, session_runtime, tools, approvals, skills, llm, task_result, traces):
         # The routes themselves, not `include_router`: FastAPI 0.165 serves an included router's routes through a
         # matching layer of its own, about 25 us a request, a tenth of what LeanRoute saves the tool call.
         app.router.routes.extend(area.router(core).routes)

@@ -12,6 +12,8 @@ from fastapi.security.utils import get_authorization_scheme_param
 
 from gateway.context import TaskContext
 from gateway.errors import RateLimited, Unauthenticated
+from gateway.telemetry.spans import task_attributes
+from mcpexec import tracing
 
 # Below the 1 s Retry-After a 429 carries, so a client that honours it waits no longer than it would anyway.
 RATE_LIMITED_HOLD_SECONDS = 0.25
@@ -38,8 +40,10 @@ async def authenticate(request: Request, token: str | None) -> TaskContext:
     if not token:
         raise Unauthenticated("missing bearer token")
     core: GatewayCore = request.app.state.core
-    ctx = await core.authenticator.authenticate(token)
-    core.admit(ctx)
+    with tracing.span("gateway.auth") as span:
+        ctx = await core.authenticator.authenticate(token)
+        core.admit(ctx)
+        span.set_attributes(task_attributes(ctx))
     return ctx
 
 

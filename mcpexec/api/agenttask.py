@@ -14,7 +14,7 @@ from pydantic import Field, StrictInt, model_validator
 from mcpexec.api.approval import ApprovalMode, TaskApproval
 from mcpexec.api.meta import DNS1123_LABEL, MAX_POOL_NAME, Resource, SpecModel
 from mcpexec.api.sandbox import SandboxTemplate
-from runtime.contract import SESSION_MODE
+from runtime.contract import SESSION_MODE, TRACEPARENT_KEY
 
 # Children are named `mcpexec-<task>`; 48 keeps them and the Job's pods within DNS-1123 label limits.
 MAX_TASK_NAME = 48
@@ -106,10 +106,11 @@ def parse_agenttask(document: dict[str, Any]) -> AgentTask:
 
 
 def runtime_task_config(
-    namespace: str, name: str, uid: str, spec: AgentTaskSpec, session: bool = False
+    namespace: str, name: str, uid: str, spec: AgentTaskSpec, session: bool = False, traceparent: str | None = None
 ) -> dict[str, Any]:
     """The runtime's task.json (docs/contracts.md), the same from the operator, `mcpexec run` and a pool's assignment.
-    A `session`'s: mode "session" and no code (the runtime serves executions: runtime/session.py)."""
+    A `session`'s: mode "session" and no code (the runtime serves executions: runtime/session.py). `traceparent`: the
+    trace the runtime continues (docs/observability.md)."""
     config: dict[str, Any] = {
         "namespace": namespace,
         "name": name,
@@ -125,4 +126,6 @@ def runtime_task_config(
         config["egress"] = spec.egress.model_dump()
     if spec.approval.mode == ApprovalMode.PLAN:  # the runtime runs the code as a plan (docs/approvals.md)
         config["approval"] = ApprovalMode.PLAN.value
+    if traceparent is not None:
+        config[TRACEPARENT_KEY] = traceparent
     return config

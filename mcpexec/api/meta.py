@@ -28,6 +28,8 @@ TASK_LABEL = f"{GROUP}/task"
 # A pool sandbox claimed by an AgentSession carries SESSION_LABEL (the session's name) instead of TASK_LABEL.
 SESSION_LABEL = f"{GROUP}/session"
 SKILLS_OWNER_LABEL = f"{GROUP}/skills-owner"
+# A task's creator may continue its own trace into the task's: a W3C traceparent (docs/observability.md).
+TRACEPARENT_ANNOTATION = f"{GROUP}/traceparent"
 # A SandboxPool's pods, ServiceAccount and NetworkPolicy carry POOL_LABEL; its pods also SANDBOX_STATE_LABEL (idle
 # until the operator claims one for a task: then claimed, with the task's TASK_LABEL) and the hash of the template
 # they were made from. The claim itself is the task's status (podName, podUID), which only the operator writes.

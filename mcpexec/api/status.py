@@ -66,6 +66,10 @@ class AgentTaskStatus(Status):
     report: TaskReport | None = None
     children_deleted_at: str | None = Field(default=None, alias="childrenDeletedAt")
     approvals: ApprovalsStatus | None = None
+    # The task's trace (docs/observability.md): its id, and the span its sandbox's spans go under, set by the operator
+    # when it launches or claims the sandbox with tracing on.
+    trace_id: str | None = Field(default=None, alias="traceId", pattern=r"^[0-9a-f]{32}$")
+    traceparent: str | None = Field(default=None, pattern=r"^00-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$")
 
     @property
     def finished(self) -> bool:

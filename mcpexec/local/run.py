@@ -25,9 +25,11 @@ from gateway.local.in_process import LocalGateway
 from gateway.pii import presidio_detector
 from gateway.pii.protection import DEFAULT_MINIMUM, combine
 from gateway.settings import LLMUpstream
+from mcpexec import tracing
 from mcpexec.api.agenttask import AgentTask, Phase, runtime_task_config
 from mcpexec.api.egress import widening as egress_widening
 from mcpexec.api.mcpserver import MCPServerSpec
+from mcpexec.api.meta import TRACEPARENT_ANNOTATION
 from mcpexec.api.pii import PiiDeclaration
 from mcpexec.api.reasons import Reason
 from mcpexec.api.result import RuntimeResult
@@ -204,9 +206,12 @@ def gateway_socket() -> Path:
     return socket_dir / contract.SOCKET_NAME
 
 
-def prepare(task: AgentTask, keep_runs: int, socket: Path, session: bool = False) -> RunPaths:
+def prepare(
+    task: AgentTask, keep_runs: int, socket: Path, session: bool = False, traceparent: str | None = None
+) -> RunPaths:
     """The run's directories: kept under the state root (workspace and output.log stay for inspection), with the
-    `keep_runs` - 1 most recent other runs; its task.json (a `session`'s, of mode "session", for `mcpexec serve`)."""
+    `keep_runs` - 1 most recent other runs; its task.json (a `session`'s, of mode "session", for `mcpexec serve`;
+    `traceparent`: the trace its runtime continues)."""
     root = state_root()
     (root / "runs").mkdir(parents=True, exist_ok=True)
     # Unique even for runs of one name started in the same second by one process (mkdtemp's random suffix).
@@ -220,7 +225,12 @@ def prepare(task: AgentTask, keep_runs: int, socket: Path, session: bool = False
     (task_dir / Path(contract.TASK_FILE).name).write_text(
         json.dumps(
             runtime_task_config(
-                task.metadata.namespace, task.metadata.name, task.metadata.uid or "", task.spec, session=session
+                task.metadata.namespace,
+                task.metadata.name,
+                task.metadata.uid or "",
+                task.spec,
+                session=session,
+                traceparent=traceparent,
             )
         )
     )
@@ -331,42 +341,49 @@ async def run_task(
     refuse_widened_egress(task)
     if task.spec.pool_ref is not None:  # a cluster's SandboxPool: here every run starts its own sandbox anyway
         log.info("no pools locally: a fresh sandbox runs the task", extra={"poolRef": task.spec.pool_ref.name})
-    socket = await asyncio.to_thread(gateway_socket)
-    paths = await asyncio.to_thread(prepare, task, kept_runs(), socket)
-    gateway = await local_gateway(
-        {name: servers[name] for name in task.spec.mcp_servers}, [task.spec.pii], redis_url, llm
-    )
-    approver: asyncio.Task[None] | None = None
-    try:
-        await serve_sandboxes(gateway, socket)
-        token = gateway.register_task(task, ttl_seconds=task.spec.timeout_seconds + 60)
-        context = gateway.context(task.task_id)
-        assert context is not None
-        approver = asyncio.create_task(
-            TerminalApprover(approved).answer(
-                gateway.core, context, await gateway.core.approvals.holds.cursor(context.scope)
+    tracing.configure("mcpexec")  # on only with an OTLP endpoint in the environment
+    creator = (task.metadata.model_extra or {}).get("annotations", {}).get(TRACEPARENT_ANNOTATION)
+    attributes = tracing.task_attributes({**task.metadata.model_dump(), "uid": task.metadata.uid or ""})
+    with tracing.span("mcpexec.run", attributes, parent=creator) as span:
+        traceparent = tracing.traceparent_of(span)
+        socket = await asyncio.to_thread(gateway_socket)
+        paths = await asyncio.to_thread(prepare, task, kept_runs(), socket, False, traceparent)
+        gateway = await local_gateway(
+            {name: servers[name] for name in task.spec.mcp_servers}, [task.spec.pii], redis_url, llm
+        )
+        approver: asyncio.Task[None] | None = None
+        try:
+            await serve_sandboxes(gateway, socket)
+            token = gateway.register_task(task, task.spec.timeout_seconds + 60, traceparent)
+            context = gateway.context(task.task_id)
+            assert context is not None
+            approver = asyncio.create_task(
+                TerminalApprover(approved).answer(
+                    gateway.core, context, await gateway.core.approvals.holds.cursor(context.scope)
+                )
             )
-        )
-        run = sandbox_run(task, paths, token)
-        log.info("sandbox starting", extra={"task": task.task_id, "sandbox": sandbox.name, "run": str(paths.workspace)})
-        started = time.monotonic()
-        completed, result = await asyncio.to_thread(sandboxed, sandbox, run, paths, workspace_bytes)
-        log.info(
-            "sandbox finished",
-            extra={
-                "task": task.task_id,
-                "exit_code": completed.exit_code,
-                "timed_out": completed.timed_out,
-                "seconds": round(time.monotonic() - started, 3),
-                "sandbox_stderr": completed.stderr[-2000:],
-            },
-        )
-        usage = gateway.usage(task.task_id)
-    finally:
-        if approver is not None:
-            approver.cancel()
-        await gateway.stop()
-        shutil.rmtree(paths.socket.parent, ignore_errors=True)
+            run = sandbox_run(task, paths, token)
+            log.info(
+                "sandbox starting", extra={"task": task.task_id, "sandbox": sandbox.name, "run": str(paths.workspace)}
+            )
+            started = time.monotonic()
+            completed, result = await asyncio.to_thread(sandboxed, sandbox, run, paths, workspace_bytes)
+            log.info(
+                "sandbox finished",
+                extra={
+                    "task": task.task_id,
+                    "exit_code": completed.exit_code,
+                    "timed_out": completed.timed_out,
+                    "seconds": round(time.monotonic() - started, 3),
+                    "sandbox_stderr": completed.stderr[-2000:],
+                },
+            )
+            usage = gateway.usage(task.task_id)
+        finally:
+            if approver is not None:
+                approver.cancel()
+            await gateway.stop()
+            shutil.rmtree(paths.socket.parent, ignore_errors=True)
     # The gateway counted the calls it served; the sandbox's own count cannot inflate or hide them.
     return LocalOutcome(
         phase=Phase.TIMED_OUT if result is None else result.phase,

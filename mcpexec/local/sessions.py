@@ -26,6 +26,7 @@ from gateway.core import GatewayCore
 from gateway.errors import SessionEnded
 from gateway.local.in_process import LocalGateway
 from gateway.settings import LLMUpstream
+from mcpexec import tracing
 from mcpexec.api.agenttask import AgentTask, parse_agenttask
 from mcpexec.api.egress import EgressPolicy
 from mcpexec.api.mcpserver import MCPServerSpec
@@ -170,7 +171,13 @@ class LocalSessions:
     def _launch(self) -> LocalSession:
         assert self._gateway is not None
         task = session_task(sorted(self._servers), self._egress)
-        context, token = self._gateway.open_session(task, LIFETIME_SECONDS)
+        # The session's trace starts here (tracing on): its sandbox's spans, each execution's, go under this span.
+        with tracing.span("mcpexec.session_start") as span:
+            context, token = self._gateway.open_session(task, LIFETIME_SECONDS, tracing.traceparent_of(span))
+            meta = task.metadata
+            span.set_attributes(
+                tracing.task_attributes({"namespace": meta.namespace, "name": meta.name, "uid": context.uid})
+            )
         session = LocalSession(context)
         self._live[context.scope] = session
         session.sandbox = asyncio.create_task(self._run(task, session, token), name=f"sandbox-{task.metadata.name}")
@@ -180,7 +187,8 @@ class LocalSessions:
         """The session's sandbox from start to end; one that ends on its own ends its session with the reason."""
         scope = session.context.scope
         try:
-            paths = await asyncio.to_thread(prepare, task, kept_runs(), self._socket_path, True)
+            traceparent = session.context.traceparent
+            paths = await asyncio.to_thread(prepare, task, kept_runs(), self._socket_path, True, traceparent)
             run = sandbox_run(task, paths, token)
             log.info("session sandbox starting", extra={"scope": scope, "sandbox": self._sandbox.name})
             completed, _result = await _own_thread(

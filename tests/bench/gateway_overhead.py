@@ -263,10 +263,12 @@ def _gateway_level(
 
 
 @contextlib.contextmanager
-def _http_process(module: str, workdir: Path) -> Iterator[Gateway]:
-    """`python -m <module> <workdir>` serving HTTP: (base URL, its task token or "" if it takes none, pid)."""
+def _http_process(module: str, workdir: Path, env: dict[str, str] | None = None) -> Iterator[Gateway]:
+    """`python -m <module> <workdir>` serving HTTP: (base URL, its task token or "" if it takes none, pid); `env`:
+    its environment (default: this process')."""
     process = subprocess.Popen(
         [sys.executable, "-m", module, str(workdir)],
+        env=env,
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
         text=True,

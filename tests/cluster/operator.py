@@ -16,16 +16,22 @@ from tests.support.control_plane import ControlPlane
 
 @contextmanager
 def operator_process(
-    cluster: ControlPlane, health_port: int, metrics_port: int, log: Path | None = None, **settings: str
+    cluster: ControlPlane,
+    health_port: int,
+    metrics_port: int,
+    log: Path | None = None,
+    environment: dict[str, str] | None = None,
+    **settings: str,
 ) -> Iterator[subprocess.Popen[bytes]]:
-    """`log`: where its output goes (none kept otherwise); `settings`: more MCPEXEC_* variables (names without the
-    prefix, upper case)."""
+    """`log`: where its output goes (none kept otherwise); `environment`: more variables as they are (OTEL_*);
+    `settings`: more MCPEXEC_* variables (names without the prefix, upper case)."""
     env = {
         **cluster.env(),
         "MCPEXEC_LIVENESS_ENDPOINT": f"http://127.0.0.1:{health_port}/healthz",
         "MCPEXEC_METRICS_PORT": str(metrics_port),
         "MCPEXEC_SWEEP_INTERVAL_SECONDS": "1",
         **{f"MCPEXEC_{name}": value for name, value in settings.items()},
+        **(environment or {}),
     }
     with log.open("ab") if log else open(os.devnull, "wb") as out:
         proc = subprocess.Popen([sys.executable, "-m", "controller"], cwd=REPO, env=env, stdout=out, stderr=out)

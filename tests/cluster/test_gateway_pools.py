@@ -64,6 +64,7 @@ POOL_ACCOUNT = f"mcpexec-pool-{POOL}"
 SANDBOX_PYTHON = "/usr/bin/python3"
 # The template's policy when the sandbox was claimed: the task's ceiling.
 CEILING = {"mcpServers": ["crm"], "tools": {"allow": ["crm/get_customer", "crm/search_customers"]}}
+TRACEPARENT = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"  # the claim's span (tracing on)
 
 
 class ClusterGateway:
@@ -262,13 +263,16 @@ def test_a_pool_sandbox_serves_only_the_task_that_claimed_it(cluster: ControlPla
             time.sleep(1)
             assert not polling.done()
             claimed_at = time.monotonic()
-            _write_claim(namespace, "report", pod_a)
+            # With the claim, the operator's span that made it (tracing on): the runtime continues that trace.
+            _write_claim(namespace, "report", pod_a, traceId=TRACEPARENT.split("-")[1], traceparent=TRACEPARENT)
             answer = polling.result(timeout=20)
             answered_in = time.monotonic() - claimed_at
         assert answer.status_code == 200, answer.text
         assert answered_in < 3, f"the claim took {answered_in:.1f}s to reach the waiting sandbox"
-        expected = runtime_task_config(namespace, "report", task["metadata"]["uid"], AgentTaskSpec.model_validate(spec))
-        assert answer.json() == expected and expected["egress"] == egress
+        expected = runtime_task_config(
+            namespace, "report", task["metadata"]["uid"], AgentTaskSpec.model_validate(spec), traceparent=TRACEPARENT
+        )
+        assert answer.json() == expected and expected["egress"] == egress and expected["traceparent"] == TRACEPARENT
 
         # Claimed: the task's calls, within the task's policy and the pool's ceiling.
         called = _call(sandbox_a)

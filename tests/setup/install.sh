@@ -3,7 +3,8 @@
 #   install.sh demo    what `mcpexec run` needs: runsc, the project in .venv (no extras), the PII scanner's wheel
 #   install.sh local   + redis-server, buildah/debootstrap (rootfs images), wrk (benches), the dev and presidio
 #                      extras, the reference MCP servers (npm, PyPI), helm and kubectl
-#   install.sh         + the Go-built control plane, kwok, the GitOps check tools and promtool (cached outside the tree)
+#   install.sh         + the Go-built control plane, kwok, the GitOps check tools, promtool and Jaeger (cached
+#                      outside the tree)
 # The slow steps of one level run side by side: apt, the Rust wheel build and the pip download of the project's
 # dependencies (measured on a fresh 2-core machine: make demo 3 min 34 s serially, see CONTRIBUTING.md).
 # Rust (cargo, rustc: needed, not installed) builds the PII scanner's extension, native/pii-scan (its wheel cached).
@@ -105,4 +106,6 @@ if [ "$level" = all ]; then
   bash tests/cluster/build-control-plane.sh >/dev/null
   log "Go test tools: GitOps checks and kubeconform, kwok, Prometheus, promtool and the PromQL parser (built once, cached)"
   bash tests/support/build-go-tools.sh gitops kwok prometheus >/dev/null
+  log "Jaeger, the OTLP receiver the tracing tests read their traces from (built once, cached)"
+  bash tests/support/build-trace-receiver.sh >/dev/null
 fi

@@ -122,3 +122,11 @@ chart's own Secret <fullname>-<suffix>-auth; otherwise <fullname>-<suffix>, whic
 {{- end -}}
 {{- toJson $out -}}
 {{- end -}}
+
+{{/* The standard OpenTelemetry variables of a component ("service": its service name) when tracing is on. */}}
+{{- define "mcpexec.tracingEnv" -}}
+{{- if .root.Values.tracing.otlpEndpoint }}
+- {name: OTEL_EXPORTER_OTLP_ENDPOINT, value: {{ .root.Values.tracing.otlpEndpoint | quote }}}
+- {name: OTEL_SERVICE_NAME, value: {{ .service | quote }}}
+{{- end }}
+{{- end -}}

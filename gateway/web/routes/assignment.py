@@ -42,6 +42,7 @@ class Assignment(BaseModel):
     timeout_seconds: int = Field(alias="timeoutSeconds")
     egress: EgressPolicy | None = None  # granted egress: the runtime points the task's tools at the gateway's proxy
     approval: Literal["plan"] | None = None  # the code runs as a plan (docs/approvals.md)
+    traceparent: str | None = None  # the trace the runtime continues (docs/observability.md)
 
 
 async def assignment(core: GatewayCore, token: str | None, wait: float) -> Assignment | None:
@@ -58,7 +59,14 @@ async def assignment(core: GatewayCore, token: str | None, wait: float) -> Assig
     log.info("sandbox assigned", extra={"task": ctx.task_id, "task_uid": ctx.uid, "session": ctx.session})
     # An AgentSession's: the runtime serves executions (runtime/session.py), it has no code of its own.
     return Assignment.model_validate(
-        runtime_task_config(task.metadata.namespace, task.metadata.name, ctx.uid, task.spec, session=ctx.session)
+        runtime_task_config(
+            task.metadata.namespace,
+            task.metadata.name,
+            ctx.uid,
+            task.spec,
+            session=ctx.session,
+            traceparent=ctx.traceparent,
+        )
     )
 
 

@@ -56,6 +56,22 @@ def test_a_valid_review_maps_to_the_task() -> None:
 
 
 @pytest.mark.parametrize(
+    ("traceparent", "continued"),
+    [
+        ("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01", True),
+        ("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7", False),
+        (["not", "a", "string"], False),
+    ],
+)
+def test_the_tasks_trace_is_the_one_its_status_names_when_valid(traceparent: Any, continued: bool) -> None:
+    document = _task()
+    document["status"]["traceparent"] = traceparent
+    ctx = task_context(document, "task-uid", valid_until=1e12)
+    assert ctx.traceparent == (traceparent if continued else None)
+    assert task_context(_task(), "task-uid", valid_until=1e12).traceparent is None
+
+
+@pytest.mark.parametrize(
     "status",
     [
         _review(authenticated=False),
