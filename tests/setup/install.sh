@@ -104,8 +104,7 @@ wait_all
 if [ "$level" = all ]; then
   log "control plane binaries (built once, cached)"
   bash tests/cluster/build-control-plane.sh >/dev/null
-  log "Go test tools: GitOps checks and kubeconform, kwok, Prometheus, promtool and the PromQL parser (built once, cached)"
-  bash tests/support/build-go-tools.sh gitops kwok prometheus >/dev/null
-  log "Jaeger, the OTLP receiver the tracing tests read their traces from (built once, cached)"
-  bash tests/support/build-trace-receiver.sh >/dev/null
+  log "Go test tools: GitOps checks and kubeconform, kwok, Prometheus, promtool and the PromQL parser, Jaeger (the"
+  log "  tracing tests' OTLP receiver); built once, cached"
+  bash tests/support/build-go-tools.sh gitops kwok prometheus trace >/dev/null
 fi

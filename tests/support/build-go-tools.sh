@@ -9,11 +9,14 @@
 #   kwok        kwok (sigs.k8s.io/kwok: the scale tier's fake nodes) at KWOK_VERSION
 #   prometheus  promtool and prometheus (github.com/prometheus/prometheus, the server without its web UI's assets) at
 #               PROMETHEUS_VERSION, and promql-names (tests/support/promql-names: the PromQL parser of that version)
+#   trace       jaeger (github.com/jaegertracing/jaeger/cmd/jaeger at JAEGER_VERSION: all-in-one, in-memory storage, an
+#               OTLP/HTTP receiver and the query API the tracing tests read a trace back with)
 set -euo pipefail
 
 KUBECONFORM_VERSION="${KUBECONFORM_VERSION:-v0.8.0}"
 KWOK_VERSION="${KWOK_VERSION:-v0.8.0}"
 PROMETHEUS_VERSION="${PROMETHEUS_VERSION:-v0.316.0}"
+JAEGER_VERSION="${JAEGER_VERSION:-v1.76.0}"
 CACHE_ROOT="${MCPEXEC_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/mcpexec}"
 HERE="$(cd "$(dirname "$0")" && pwd)"
 export GOFLAGS=-mod=mod CGO_ENABLED=0
@@ -31,7 +34,10 @@ build() {
   for spec in "$@"; do
     tool="${spec%%=*}" source="${spec#*=}"
     [ -x "$out/$tool" ] && continue
-    if [[ "$source" == *@* ]]; then  # built aside, then moved in: a tool in the cache is whole
+    if [[ "$source" == *" replace "* ]]; then  # MODULE@VERSION PACKAGE replace OLD=NEW: go install refuses a module
+      wrapped "$out/.$tool.tmp" $source                # with replace directives, a throwaway one repeats them
+      mv "$out/.$tool.tmp" "$out/$tool"
+    elif [[ "$source" == *@* ]]; then  # built aside, then moved in: a tool in the cache is whole
       GOBIN="$out/.$tool.tmp" go install -ldflags "-s -w" "$source"
       mv "$out/.$tool.tmp/$tool" "$out/$tool" && rmdir "$out/.$tool.tmp"
     else
@@ -42,7 +48,16 @@ build() {
   echo "$out"
 }
 
-[ $# -gt 0 ] || { echo "usage: build-go-tools.sh SET... (gitops, kwok, prometheus)" >&2; exit 2; }
+# wrapped OUT MODULE@VERSION PACKAGE replace OLD=NEW: PACKAGE built in a throwaway module requiring MODULE@VERSION
+# with MODULE's replace directive repeated.
+wrapped() {
+  local work; work="$(mktemp -d)"
+  (cd "$work" && go mod init mcpexec.test/wrapped >/dev/null 2>&1 && go mod edit -require="$2" -replace="$5" &&
+    go build -ldflags "-s -w" -o "$1" "$3") || { rm -rf "$work"; return 1; }
+  rm -rf "$work"
+}
+
+[ $# -gt 0 ] || { echo "usage: build-go-tools.sh SET... (gitops, kwok, prometheus, trace)" >&2; exit 2; }
 for set in "$@"; do
   case "$set" in
     gitops)
@@ -54,6 +69,9 @@ for set in "$@"; do
       build "prometheus-tools/$PROMETHEUS_VERSION-names-$(source_key promql-names)" promql-names=promql-names \
         promtool="github.com/prometheus/prometheus/cmd/promtool@$PROMETHEUS_VERSION" \
         prometheus="github.com/prometheus/prometheus/cmd/prometheus@$PROMETHEUS_VERSION" ;;
-    *) echo "build-go-tools.sh: no set $set (gitops, kwok, prometheus)" >&2; exit 2 ;;
+    trace)
+      build "trace-receiver/jaeger-$JAEGER_VERSION" jaeger="github.com/jaegertracing/jaeger@$JAEGER_VERSION \
+github.com/jaegertracing/jaeger/cmd/jaeger replace github.com/Shopify/sarama=github.com/Shopify/sarama@v1.33.0" ;;
+    *) echo "build-go-tools.sh: no set $set (gitops, kwok, prometheus, trace)" >&2; exit 2 ;;
   esac
 done

@@ -1,4 +1,4 @@
-"""A real OTLP receiver for the tracing tests: Jaeger's all-in-one (tests/support/build-trace-receiver.sh, built once
+"""A real OTLP receiver for the tracing tests: Jaeger's all-in-one (tests/support/build-go-tools.sh trace, built once
 and cached), its in-memory storage, an OTLP/HTTP receiver, and its query API to read a trace back."""
 
 from __future__ import annotations
@@ -80,7 +80,7 @@ class Jaeger:
 def jaeger(host: str = "127.0.0.1") -> Iterator[Jaeger]:
     """Jaeger, its OTLP receiver listening on `host` (0.0.0.0: the e2e node's pods reach it at the host's address),
     its query API on loopback."""
-    binary = built_by("tests/support/build-trace-receiver.sh") / "jaeger"
+    binary = built_by("tests/support/build-go-tools.sh", "trace") / "jaeger"
     otlp, query, query_grpc = free_port(), free_port(), free_port()
     with tempfile.TemporaryDirectory(prefix="mcpexec-jaeger-") as tmp:
         config = Path(tmp) / "config.yaml"
