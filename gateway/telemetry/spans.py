@@ -11,13 +11,13 @@ sandbox's.
 from __future__ import annotations
 
 import re
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from opentelemetry.sdk.resources import SERVICE_NAME, Resource
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.util.instrumentation import InstrumentationScope
 from opentelemetry.trace import SpanContext, SpanKind, Status, StatusCode, TraceFlags
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 from gateway.context import TaskContext
 from mcpexec import tracing
@@ -42,6 +42,11 @@ ALLOWED_ATTRIBUTES: dict[str, re.Pattern[str] | type[int]] = {
     "mcpexec.llm.tokens_out": int,
 }
 _MAX_COUNT = 10**12
+# Span times in nanoseconds since the epoch: a later one is taken as this (2262, what the exporter's int64 holds). Cut,
+# not refused: no bound above 2**53 reads exactly to a JSON Schema validator (a double), so a schema bound would let
+# through a time that pydantic then refused.
+_NANOS_MAX = 2**63 - 1
+Nanos = Annotated[int, Field(ge=0), AfterValidator(lambda nanos: min(nanos, _NANOS_MAX))]
 SpanName = Literal["runtime.task", "runtime.tool_call", "runtime.llm_call", "runtime.session_execution"]
 
 
@@ -51,8 +56,8 @@ class SandboxSpan(BaseModel):
     name: SpanName
     span_id: str = Field(alias="spanId", pattern=_SPAN_ID)
     parent_span_id: str | None = Field(default=None, alias="parentSpanId", pattern=_SPAN_ID)
-    start: int = Field(alias="startTimeUnixNano", ge=0, le=2**63 - 1)
-    end: int = Field(alias="endTimeUnixNano", ge=0, le=2**63 - 1)
+    start: Nanos = Field(alias="startTimeUnixNano")
+    end: Nanos = Field(alias="endTimeUnixNano")
     error: bool = False
     attributes: dict[str, Any] = Field(default_factory=dict, max_length=MAX_ATTRIBUTES)
 

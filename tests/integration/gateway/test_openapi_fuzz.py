@@ -31,7 +31,7 @@ def test_no_server_errors_and_answers_match_the_spec(fuzzed: tuple[GatewayThread
     gateway, token = fuzzed
     api = from_url(f"{gateway.ops_url}/openapi.json")  # the document is on the ops port, the API on its own
     operations = [result.ok() for result in api.get_all_operations()]
-    assert len(operations) == 15  # with POST /v1/approvals/plans/{planId} (a plan submitted, docs/approvals.md)
+    assert len(operations) == 16  # with POST /v1/traces (the sandbox's spans, docs/contracts.md)
     headers = {"Authorization": f"Bearer {token}"}
     for operation in operations:
 
