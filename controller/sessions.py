@@ -26,6 +26,7 @@ from controller import claims, manifests
 from controller.kube import Cluster
 from controller.settings import OperatorSettings
 from controller.status import sandbox_said
+from mcpexec import tracing
 from mcpexec.api import egress
 from mcpexec.api.agentsession import AgentSession, SessionPhase, session_task
 from mcpexec.api.conditions import (
@@ -36,11 +37,12 @@ from mcpexec.api.conditions import (
     merge_conditions,
     readiness,
 )
-from mcpexec.api.meta import validation_message
+from mcpexec.api.meta import TRACEPARENT_ANNOTATION, validation_message
 from mcpexec.api.reasons import EventReason, Reason
 from mcpexec.api.sandboxpool import Claim, SandboxPool, template_hash, widening
 from mcpexec.api.status import AgentSessionStatus
 from mcpexec.api.timestamps import format_time, now, parse_time, seconds_since
+from mcpexec.tracing import task_attributes, trace_id_of, traceparent_of
 
 # How much of what a session's sandbox said as it ended goes into the session's end message.
 SAID_LIMIT = 500
@@ -160,17 +162,24 @@ def reconcile(cluster: Cluster, settings: OperatorSettings, document: dict[str, 
     )
     created = parse_time(document["metadata"]["creationTimestamp"])
     message = f"claimed sandbox {meta['name']} of SandboxPool {pool_name}"
-    ready = AgentSessionStatus(
-        phase=SessionPhase.READY,
-        reason=Reason.SANDBOX_CLAIMED,
-        pod_name=meta["name"],
-        claim=claim,
-        start_time=now(),
-        last_activity=now(),
-        expires_at=format_time(created + timedelta(seconds=session.spec.max_lifetime_seconds)),
-    )
-    claimed = condition(ConditionType.CLAIMED, True, Reason.SANDBOX_CLAIMED, message)
-    _write(cluster, document, ready, claimed, *readiness(True, Progress.CURRENT, Reason.SANDBOX_CLAIMED, message))
+    # The claim is the session's first span (its creator's trace continued, the annotation, or a new one): the
+    # gateway hands the sandbox its traceparent from the status, so its executions' spans go under it.
+    creator = (document["metadata"].get("annotations") or {}).get(TRACEPARENT_ANNOTATION)
+    with tracing.span("operator.launch", task_attributes(document["metadata"]), parent=creator) as span:
+        traceparent = traceparent_of(span)
+        ready = AgentSessionStatus(
+            phase=SessionPhase.READY,
+            reason=Reason.SANDBOX_CLAIMED,
+            pod_name=meta["name"],
+            claim=claim,
+            start_time=now(),
+            last_activity=now(),
+            expires_at=format_time(created + timedelta(seconds=session.spec.max_lifetime_seconds)),
+            trace_id=trace_id_of(traceparent),
+            traceparent=traceparent,
+        )
+        claimed = condition(ConditionType.CLAIMED, True, Reason.SANDBOX_CLAIMED, message)
+        _write(cluster, document, ready, claimed, *readiness(True, Progress.CURRENT, Reason.SANDBOX_CLAIMED, message))
     cluster.record_event(document, EventReason.CLAIMED, message)
 
 

@@ -45,7 +45,7 @@ from mcpexec.api.reasons import EventReason, Reason
 from mcpexec.api.sandboxpool import Claim, LaunchType, SandboxPool, WhenEmpty, pooled_spec, template_hash, widening
 from mcpexec.api.status import AgentTaskStatus
 from mcpexec.api.timestamps import now, parse_time
-from mcpexec.tracing import task_attributes, traceparent_of
+from mcpexec.tracing import task_attributes, trace_id_of, traceparent_of
 
 PREREQUISITE_RETRY_SECONDS = 5
 # A task waiting for a pool's idle sandbox (whenEmpty: Wait) looks again this often.
@@ -273,7 +273,7 @@ def _accepted(
         launch_type=launch,
         observed_generation=document["metadata"].get("generation", 1),
         conditions=[condition(ConditionType.ACCEPTED, True, reason, message)],
-        trace_id=None if traceparent is None else traceparent.split("-")[1],
+        trace_id=trace_id_of(traceparent),
         traceparent=traceparent,
     )
 

@@ -153,6 +153,11 @@ def traceparent_of(span: Span) -> str | None:
     return f"00-{context.trace_id:032x}-{context.span_id:016x}-{int(context.trace_flags):02x}"
 
 
+def trace_id_of(traceparent: str | None) -> str | None:
+    """The trace id a W3C traceparent names (status.traceId)."""
+    return None if traceparent is None else traceparent.split("-")[1]
+
+
 def current_traceparent() -> str | None:
     return traceparent_of(trace.get_current_span()) if _State.tracer is not None else None
 

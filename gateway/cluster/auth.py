@@ -131,6 +131,12 @@ def _claim(document: dict[str, Any]) -> Claim | None:
         raise Unauthenticated("the task's status.claim is malformed") from None
 
 
+def _traceparent(document: dict[str, Any]) -> str | None:
+    """The operator's word on a task's or session's trace (the span that launched or claimed its sandbox)."""
+    traceparent = (document.get("status") or {}).get("traceparent")
+    return traceparent if isinstance(traceparent, str) and tracing.parse(traceparent) else None
+
+
 def task_context(document: dict[str, Any], expected_uid: str, valid_until: float) -> TaskContext:
     """The caller's task, refused if it was re-created (uid differs) or has finished. A task of a SandboxPool
     (`spec.poolRef`) is bounded by the policy its claim recorded (its ceiling, warm or cold alike), and refused
@@ -144,9 +150,7 @@ def task_context(document: dict[str, Any], expected_uid: str, valid_until: float
     claim = _claim(document)
     if task.spec.pool_ref is not None and (claim is None or claim.pool != task.spec.pool_ref.name):
         raise SandboxNotClaimed(f"the task's claim on pool {task.spec.pool_ref.name!r} is not recorded yet")
-    # The operator's word on the task's trace (the span that launched or claimed its sandbox).
-    traceparent = (document.get("status") or {}).get("traceparent")
-    traceparent = traceparent if isinstance(traceparent, str) and tracing.parse(traceparent) else None
+    traceparent = _traceparent(document)
     if claim is None:
         return TaskContext(task=task, uid=expected_uid, expires_at=valid_until, traceparent=traceparent)
     wider = [name for name in task.spec.mcp_servers if name not in claim.policy.mcp_servers]
@@ -200,7 +204,14 @@ def session_context(document: dict[str, Any], valid_until: float) -> TaskContext
     if wider:
         raise Forbidden(f"spec.mcpServers {wider} are not in the pool's template")
     uid = str(document["metadata"]["uid"])
-    return TaskContext(task=task, uid=uid, expires_at=valid_until, ceiling=claim.policy, session=True)
+    return TaskContext(
+        task=task,
+        uid=uid,
+        expires_at=valid_until,
+        ceiling=claim.policy,
+        session=True,
+        traceparent=_traceparent(document),
+    )
 
 
 class ClusterAuthenticator:

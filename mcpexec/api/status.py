@@ -51,7 +51,15 @@ class TaskReport(RuntimeResult):
     reported_at: str = Field(alias="reportedAt")
 
 
-class AgentTaskStatus(Status):
+class Traced(Status):
+    """A task's or session's trace (docs/observability.md): its id, and the span its sandbox's spans go under, set by
+    the operator when it launches or claims the sandbox with tracing on."""
+
+    trace_id: str | None = Field(default=None, alias="traceId", pattern=r"^[0-9a-f]{32}$")
+    traceparent: str | None = Field(default=None, pattern=r"^00-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$")
+
+
+class AgentTaskStatus(Traced):
     phase: Phase | None = None
     mode: Literal["prompt", "code"] | None = None
     job_name: str | None = Field(default=None, alias="jobName")
@@ -66,10 +74,6 @@ class AgentTaskStatus(Status):
     report: TaskReport | None = None
     children_deleted_at: str | None = Field(default=None, alias="childrenDeletedAt")
     approvals: ApprovalsStatus | None = None
-    # The task's trace (docs/observability.md): its id, and the span its sandbox's spans go under, set by the operator
-    # when it launches or claims the sandbox with tracing on.
-    trace_id: str | None = Field(default=None, alias="traceId", pattern=r"^[0-9a-f]{32}$")
-    traceparent: str | None = Field(default=None, pattern=r"^00-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$")
 
     @property
     def finished(self) -> bool:
@@ -91,7 +95,7 @@ class SessionUsage(BaseModel):
     executions: int | None = None
 
 
-class AgentSessionStatus(Status):
+class AgentSessionStatus(Traced):
     phase: SessionPhase | None = None
     reason: str | None = None
     pod_name: str | None = Field(default=None, alias="podName")

@@ -15,6 +15,7 @@ from gateway.cluster.people.sessions import session_scope
 from gateway.errors import Forbidden, NoSession, SandboxNotClaimed, Unauthenticated
 from mcpexec.api.agentsession import SESSION_CODE
 
+TRACEPARENT = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
 POD = PoolSandbox("team-a", "fast", "mcpexec-pool-fast-abcde", "pod-uid-1")
 CLAIM = {
     "pool": "fast",
@@ -35,6 +36,16 @@ def _session(phase: str | None = "Ready", claim: dict[str, Any] | None = CLAIM, 
         "spec": {"poolRef": {"name": "fast"}, **spec},
         "status": status,
     }
+
+
+def test_the_sessions_trace_is_the_one_its_status_names_when_valid() -> None:
+    """The operator's claim span (status.traceparent) is what the sandbox's executions continue (its assignment)."""
+    traced = _session()
+    traced["status"]["traceparent"] = TRACEPARENT
+    assert claimed_session_context(traced, POD, "session-uid", valid_until=1e12).traceparent == TRACEPARENT
+    traced["status"]["traceparent"] = TRACEPARENT.rsplit("-", 1)[0]  # malformed: no trace rather than a wrong one
+    assert claimed_session_context(traced, POD, "session-uid", valid_until=1e12).traceparent is None
+    assert claimed_session_context(_session(), POD, "session-uid", valid_until=1e12).traceparent is None
 
 
 def test_a_claimed_sandbox_is_served_as_its_session_within_the_pools_policy() -> None:
