@@ -2,7 +2,9 @@
 
 It exists to show and test the gateway's tokenization: reads return real values, which the gateway must
 tokenize; `send_message` records what it received (in memory, and as JSON lines in `$DEMO_OUTBOX` when set)
-so a test can check that the tool got the real address back. All data is fictional.
+so a test can check that the tool got the real address back. Served over HTTP, it logs one JSON line per tool call
+with the trace context the call came with (`params._meta.traceparent`, and the `traceparent` header), never its
+arguments: what a traced MCP server shows, and what the e2e test reads from its pod's log. All data is fictional.
 
 Run: `python -m mcpexec.demo_server` (stdio) or `python -m mcpexec.demo_server --http PORT [--host ADDRESS]`
 (streamable HTTP, on loopback unless told otherwise, e.g. `--host 0.0.0.0` in a pod).
@@ -11,12 +13,17 @@ Run: `python -m mcpexec.demo_server` (stdio) or `python -m mcpexec.demo_server -
 from __future__ import annotations
 
 import argparse
+import logging
 import os
 from typing import Annotated
 
-from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import BaseModel, Field
+from pythonjsonlogger.json import JsonFormatter
+
+log = logging.getLogger("mcpexec.demo_server")
+log.propagate = False  # only `main`'s HTTP handler: not the SDK's root handler, nor over stdio (the gateway's stderr)
 
 
 class Customer(BaseModel):
@@ -121,23 +128,40 @@ server = MCPServer(
 outbox: list[SentMessage] = []
 
 
+def _log_call(ctx: Context, tool: str) -> None:
+    """The call's trace context as it arrived (a JSON log line once `main` set logging up for HTTP)."""
+    headers = getattr(ctx.request_context.request, "headers", None)
+    log.info(
+        "tool call",
+        extra={
+            "tool": tool,
+            "meta_traceparent": (ctx.request_context.meta or {}).get("traceparent"),
+            "header_traceparent": None if headers is None else headers.get("traceparent"),
+        },
+    )
+
+
 def _summary(c: Customer) -> CustomerSummary:
     return CustomerSummary(id=c.id, name=c.name, plan=c.plan, city=c.city)
 
 
 @server.tool()
 def list_customers(
+    ctx: Context,
     plan: Annotated[str | None, Field(description="Only customers on this plan")] = None,
 ) -> CustomerList:
     """List customers (id, name, plan, city), optionally only those on one plan."""
+    _log_call(ctx, "list_customers")
     return CustomerList(customers=[_summary(c) for c in CUSTOMERS.values() if plan in (None, c.plan)])
 
 
 @server.tool()
 def get_customer(
     customer_id: Annotated[str, Field(description="Customer id, e.g. C001", pattern=r"^C\d{3}$")],
+    ctx: Context,
 ) -> Customer:
     """Full customer record including contact and payment details."""
+    _log_call(ctx, "get_customer")
     if customer_id not in CUSTOMERS:
         raise ToolError(f"no customer {customer_id}")
     return CUSTOMERS[customer_id]
@@ -146,8 +170,10 @@ def get_customer(
 @server.tool()
 def search_customers(
     query: Annotated[str, Field(description="Case-insensitive text matched against every field", min_length=1)],
+    ctx: Context,
 ) -> list[Customer]:
     """Customers any of whose fields contain the query."""
+    _log_call(ctx, "search_customers")
     needle = query.lower()
     return [c for c in CUSTOMERS.values() if any(needle in str(v).lower() for v in c.model_dump().values())]
 
@@ -157,8 +183,10 @@ def send_message(
     to: Annotated[str, Field(description="Recipient email address", pattern=r"^[^@\s]+@[^@\s]+\.[A-Za-z]{2,}$")],
     subject: Annotated[str, Field(description="Subject line", max_length=200)],
     body: Annotated[str, Field(description="Plain-text body")],
+    ctx: Context,
 ) -> SendReceipt:
     """Send an email to a customer (recorded in the demo outbox, never actually sent)."""
+    _log_call(ctx, "send_message")
     message = SentMessage(to=to, subject=subject, body=body)
     outbox.append(message)
     path = os.environ.get("DEMO_OUTBOX")
@@ -169,8 +197,9 @@ def send_message(
 
 
 @server.tool()
-def sent_messages() -> list[SentMessage]:
+def sent_messages(ctx: Context) -> list[SentMessage]:
     """Every message sent so far in this session."""
+    _log_call(ctx, "sent_messages")
     return list(outbox)
 
 
@@ -181,6 +210,10 @@ def main() -> None:
     parser.add_argument("--json-response", action="store_true", help="answer HTTP requests with JSON, not SSE")
     args = parser.parse_args()
     if args.http:
+        handler = logging.StreamHandler()
+        handler.setFormatter(JsonFormatter("%(asctime)s %(levelname)s %(name)s %(message)s"))
+        log.addHandler(handler)
+        log.setLevel(logging.INFO)
         server.run("streamable-http", host=args.host, port=args.http, json_response=args.json_response)
     else:
         server.run()

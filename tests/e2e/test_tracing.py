@@ -1,6 +1,7 @@
 """One task's trace on the real node (tracing.otlpEndpoint set at install): the operator's launch, the sandbox's
 runtime under gVisor (its spans sent out through the gateway, its only way out), the gateway's request and upstream
-call to the demo MCP server, all in one trace with the right parents, read back from a real Jaeger on the host. No
+call to the demo MCP server, all in one trace with the right parents, read back from a real Jaeger on the host; the
+demo server's log shows the call arrived with that upstream span as its parent, in `_meta` and the HTTP header. No
 span holds a value the vault keeps."""
 
 from __future__ import annotations
@@ -47,6 +48,12 @@ def _complete(trace: dict[str, Any]) -> bool:
     )
 
 
+def _logged_calls(core: client.CoreV1Api, namespace: str) -> list[dict[str, Any]]:
+    """The demo server's JSON log lines, one per tool call (uvicorn's access lines are not JSON)."""
+    log = core.read_namespaced_pod_log("crm", namespace)
+    return [json.loads(line) for line in log.splitlines() if line.startswith("{") and '"tool call"' in line]
+
+
 def test_a_tasks_trace_runs_from_the_operator_through_the_sandbox_and_gateway_to_the_mcp_server(
     e2e_node: Node, traced_release: str, receiver: Jaeger, core: client.CoreV1Api, namespace: str
 ) -> None:
@@ -81,6 +88,10 @@ def test_a_tasks_trace_runs_from_the_operator_through_the_sandbox_and_gateway_to
         "mcpexec-sandbox",
         "mcpexec-gateway",
     ]
+    (received,) = [line for line in _logged_calls(core, namespace) if line["tool"] == "get_customer"]
+    assert received["meta_traceparent"] == received["header_traceparent"], received
+    _version, trace_id, parent, _flags = received["meta_traceparent"].split("-")
+    assert (trace_id, parent) == (status["traceId"], upstream["spanID"]), received
     exported = json.dumps(trace)
     for value in VAULT_VALUES:
         assert value not in exported
