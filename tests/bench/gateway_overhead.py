@@ -263,12 +263,15 @@ def _gateway_level(
 
 
 @contextlib.contextmanager
-def _http_process(module: str, workdir: Path, env: dict[str, str] | None = None) -> Iterator[Gateway]:
+def _http_process(
+    module: str, workdir: Path, env: dict[str, str] | None = None, cwd: Path | None = None
+) -> Iterator[Gateway]:
     """`python -m <module> <workdir>` serving HTTP: (base URL, its task token or "" if it takes none, pid); `env`:
-    its environment (default: this process')."""
+    its environment (default: this process'); `cwd`: the checkout it runs from (default: this one)."""
     process = subprocess.Popen(
         [sys.executable, "-m", module, str(workdir)],
         env=env,
+        cwd=cwd,
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
         text=True,
