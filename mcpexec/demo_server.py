@@ -20,7 +20,8 @@ from typing import Annotated
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import BaseModel, Field
-from pythonjsonlogger.json import JsonFormatter
+
+from gateway.telemetry.logs import JsonLines
 
 log = logging.getLogger("mcpexec.demo_server")
 log.propagate = False  # only `main`'s HTTP handler: not the SDK's root handler, nor over stdio (the gateway's stderr)
@@ -211,7 +212,7 @@ def main() -> None:
     args = parser.parse_args()
     if args.http:
         handler = logging.StreamHandler()
-        handler.setFormatter(JsonFormatter("%(asctime)s %(levelname)s %(name)s %(message)s"))
+        handler.setFormatter(JsonLines())  # the gateway's lines
         log.addHandler(handler)
         log.setLevel(logging.INFO)
         server.run("streamable-http", host=args.host, port=args.http, json_response=args.json_response)
