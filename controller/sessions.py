@@ -24,9 +24,9 @@ from pydantic import ValidationError
 
 from controller import claims, manifests
 from controller.kube import Cluster
+from controller.launch_span import launch_span
 from controller.settings import OperatorSettings
 from controller.status import sandbox_said
-from mcpexec import tracing
 from mcpexec.api import egress
 from mcpexec.api.agentsession import AgentSession, SessionPhase, session_task
 from mcpexec.api.conditions import (
@@ -37,12 +37,12 @@ from mcpexec.api.conditions import (
     merge_conditions,
     readiness,
 )
-from mcpexec.api.meta import TRACEPARENT_ANNOTATION, validation_message
+from mcpexec.api.meta import validation_message
 from mcpexec.api.reasons import EventReason, Reason
 from mcpexec.api.sandboxpool import Claim, SandboxPool, template_hash, widening
 from mcpexec.api.status import AgentSessionStatus
 from mcpexec.api.timestamps import format_time, now, parse_time, seconds_since
-from mcpexec.tracing import task_attributes, trace_id_of, traceparent_of
+from mcpexec.tracing import trace_id_of, traceparent_of
 
 # How much of what a session's sandbox said as it ended goes into the session's end message.
 SAID_LIMIT = 500
@@ -162,10 +162,9 @@ def reconcile(cluster: Cluster, settings: OperatorSettings, document: dict[str, 
     )
     created = parse_time(document["metadata"]["creationTimestamp"])
     message = f"claimed sandbox {meta['name']} of SandboxPool {pool_name}"
-    # The claim is the session's first span (its creator's trace continued, the annotation, or a new one): the
-    # gateway hands the sandbox its traceparent from the status, so its executions' spans go under it.
-    creator = (document["metadata"].get("annotations") or {}).get(TRACEPARENT_ANNOTATION)
-    with tracing.span("operator.launch", task_attributes(document["metadata"]), parent=creator) as span:
+    # The claim is the session's first span: the gateway hands the sandbox its traceparent from the status, so its
+    # executions' spans go under it.
+    with launch_span(document["metadata"]) as span:
         traceparent = traceparent_of(span)
         ready = AgentSessionStatus(
             phase=SessionPhase.READY,

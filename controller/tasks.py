@@ -22,6 +22,7 @@ from pydantic import ValidationError
 
 from controller import claims, ledger, leftovers, manifests, runs
 from controller.kube import Cluster, StatusUpdate
+from controller.launch_span import launch_span
 from controller.metrics import (
     POOL_EVENTS,
     RECONCILE_ERRORS,
@@ -40,7 +41,7 @@ from mcpexec import tracing
 from mcpexec.api import egress
 from mcpexec.api.agenttask import AgentTaskSpec, Phase
 from mcpexec.api.conditions import ConditionType, condition, find
-from mcpexec.api.meta import TRACEPARENT_ANNOTATION, validation_message
+from mcpexec.api.meta import validation_message
 from mcpexec.api.reasons import EventReason, Reason
 from mcpexec.api.sandboxpool import Claim, LaunchType, SandboxPool, WhenEmpty, pooled_spec, template_hash, widening
 from mcpexec.api.status import AgentTaskStatus
@@ -194,9 +195,7 @@ def _reconcile(cluster: Cluster, settings: OperatorSettings, document: dict[str,
         if wider:
             _cannot_run(cluster, document, spec, Reason.POLICY_WIDENED, "; ".join(wider), final=True, outcome="invalid")
             return
-        # The launch is the task's first span: its creator's trace continued (the annotation), or a new one.
-        creator = (meta.get("annotations") or {}).get(TRACEPARENT_ANNOTATION)
-        with tracing.span("operator.launch", task_attributes(meta), parent=creator) as span:
+        with launch_span(meta) as span:
             task = manifests.TaskRef(name=name, namespace=namespace, uid=meta["uid"], traceparent=traceparent_of(span))
             _launch(cluster, settings, document, task, spec)
 
