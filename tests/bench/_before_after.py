@@ -7,8 +7,8 @@ minute to the next, so two runs minutes apart differ by that much with no change
 turns (before first in even pairs, after first in odd ones) see the same machine.
 
 Run: `python -m tests.bench._before_after BEFORE AFTER [--servers everything time] [--callers 1 16] [--pairs 16]
-[--seconds 3]` (committed revisions, e.g. `main~3 HEAD`; not part of `make bench`: it compares commits, not this checkout's
-figures). Each revision is checked out in a temporary git worktree and served by its own
+[--seconds 3]` (committed revisions, e.g. `main~3 HEAD`; not part of `make bench`: it compares commits, not this
+checkout's figures). Each revision is checked out in a temporary git worktree and served by its own
 tests/bench/gateway_overhead.py; both run on this environment's installed packages (the Rust scanner's wheel
 included), so only the Python code of the two revisions differs. One JSON line per (server, callers).
 """
