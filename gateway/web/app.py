@@ -9,18 +9,26 @@ from fastapi import FastAPI
 from starlette.middleware import Middleware
 
 from gateway.core import GatewayCore
+from gateway.web.auth import sandbox_parent
 from gateway.web.body_limit import BodyLimit
 from gateway.web.error_responses import install_error_handlers
 from gateway.web.http_responses import HttpResponses
-from gateway.web.request_spans import RequestSpans
+from gateway.web.request_spans import ParentOf, RequestSpans, header_parent
 from gateway.web.routes import approvals, assignment, llm, session_runtime, skills, task_result, tools, traces
 from gateway.web.vault_marks import VaultMarks
 from mcpexec import tracing
 
 
-def gateway_app(core: GatewayCore, title: str, description: str, middleware: Sequence[Middleware] = ()) -> FastAPI:
+def gateway_app(
+    core: GatewayCore,
+    title: str,
+    description: str,
+    middleware: Sequence[Middleware] = (),
+    parent_of: ParentOf = header_parent,
+) -> FastAPI:
     """A FastAPI app of the gateway's: its request limit, its error bodies, its answers counted, no native telemetry,
-    no docs of its own. `middleware`: the app's own, outermost first, between the count and the request limit."""
+    no docs of its own. `middleware`: the app's own, outermost first, between the count and the request limit;
+    `parent_of`: the trace a request's span joins (gateway/web/request_spans.py)."""
     app = FastAPI(
         title=title,
         version="1",
@@ -37,7 +45,7 @@ def gateway_app(core: GatewayCore, title: str, description: str, middleware: Seq
     app.add_middleware(BodyLimit, max_bytes=core.limits.max_request_bytes)
     app.user_middleware[:0] = middleware
     if tracing.enabled():  # off: not even a check per request
-        app.add_middleware(RequestSpans)
+        app.add_middleware(RequestSpans, parent_of=parent_of)
     app.add_middleware(HttpResponses, counter=core.metrics.http_responses)
     install_error_handlers(app, core.metrics)
     return app
@@ -48,7 +56,11 @@ def create_app(core: GatewayCore) -> FastAPI:
     LLM, the task's result, its spans."""
     vault_marks = Middleware(VaultMarks, count_error=lambda code: core.metrics.errors.labels(code).inc())
     app = gateway_app(
-        core, "mcpexec gateway", "The only door from an mcpexec sandbox to MCP tools and models.", [vault_marks]
+        core,
+        "mcpexec gateway",
+        "The only door from an mcpexec sandbox to MCP tools and models.",
+        [vault_marks],
+        parent_of=sandbox_parent,
     )
     for area in (assignment, session_runtime, tools, approvals, skills, llm, task_result, traces):
         # The routes themselves, not `include_router`: FastAPI 0.165 serves an included router's routes through a

@@ -9,9 +9,10 @@ from typing import TYPE_CHECKING, Annotated
 from fastapi import Depends, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from fastapi.security.utils import get_authorization_scheme_param
+from starlette.types import Scope
 
 from gateway.context import TaskContext
-from gateway.errors import RateLimited, Unauthenticated
+from gateway.errors import GatewayError, RateLimited, Unauthenticated
 from gateway.telemetry.spans import task_attributes
 from mcpexec import tracing
 
@@ -41,11 +42,50 @@ async def authenticate(request: Request, token: str | None) -> TaskContext:
         raise Unauthenticated("missing bearer token")
     core: GatewayCore = request.app.state.core
     with tracing.span("gateway.auth") as span:
-        ctx = await core.authenticator.authenticate(token)
+        ctx = await _task_of(request, token)
         core.admit(ctx)
         if span.is_recording():  # tracing off: the attributes are not even built (every request passes here)
             span.set_attributes(task_attributes(ctx))
     return ctx
+
+
+# Where a request keeps its token's authentication: (the token, its task or the refusal).
+_AUTHENTICATED = "mcpexec.authenticated"
+
+
+async def _task_of(request: Request, token: str) -> TaskContext:
+    """The token's task, resolved once a request: its span may need it (`sandbox_parent`) before its route does, and a
+    refusal, never cached by the authenticator, must not cost the apiserver two TokenReviews."""
+    done: tuple[str, TaskContext | GatewayError] | None = request.scope.get(_AUTHENTICATED)
+    if done is None or done[0] != token:
+        core: GatewayCore = request.app.state.core
+        try:
+            done = (token, await core.authenticator.authenticate(token))
+        except GatewayError as refusal:
+            done = (token, refusal)
+        request.scope[_AUTHENTICATED] = done
+    if isinstance(done[1], GatewayError):
+        raise done[1]
+    return done[1]
+
+
+async def sandbox_parent(scope: Scope, traceparent: str | None) -> str | None:
+    """The trace a sandbox's request joins: its task's. The runtime's header (its current span) is kept when it is in
+    that trace; any other (a hostile sandbox naming another task's trace, one sent by a task that has none) gives way
+    to the task's own span, or to no parent: the gateway's spans never land in a trace the caller does not own."""
+    request = Request(scope)
+    token = bearer_token(request.headers.get("authorization"))
+    if token is None:
+        return None
+    try:
+        ctx = await _task_of(request, token)
+    except Exception:  # the route answers the refusal (or fails) itself: a span's parent never changes an answer
+        return None
+    own = tracing.parse(ctx.traceparent) if ctx.traceparent else None
+    sent = tracing.parse(traceparent) if traceparent else None
+    if own is None:
+        return None
+    return traceparent if sent is not None and sent[0] == own[0] else ctx.traceparent
 
 
 async def charge(core: GatewayCore, scope: str) -> None:

@@ -18,7 +18,7 @@ import pytest
 
 from gateway.settings import LLMUpstream
 from mcpexec import tracing
-from mcpexec.api.agenttask import parse_agenttask, runtime_task_config
+from mcpexec.api.agenttask import AgentTask, parse_agenttask, runtime_task_config
 from mcpexec.api.mcpserver import MCPServerSpec
 from mcpexec.local.sandbox.process import UnsafeProcessSandbox
 from mcpexec.local.sessions import LocalSessions
@@ -205,3 +205,59 @@ def test_a_sessions_executions_are_spans_of_the_trace_its_launch_started(
     assert start["spanID"] == start_id and parent_of(call) == execution["spanID"]
     assert tags(execution)["mcpexec.execution_id"] and parent_of(execution) is not None  # under the runtime's task
     assert EMAIL not in json.dumps(trace)
+
+
+def _task(name: str) -> AgentTask:
+    return parse_agenttask(
+        {
+            "apiVersion": "mcpexec.dev/v1alpha1",
+            "kind": "AgentTask",
+            "metadata": {"name": name, "namespace": "default"},
+            "spec": {"mcpServers": ["crm"], "code": "print(1)"},
+        }
+    )
+
+
+def _launched() -> str:
+    """A task's trace, started as the operator's launch span starts it."""
+    with tracing.span("operator.launch") as launch:
+        traceparent = tracing.traceparent_of(launch)
+    assert traceparent is not None
+    return traceparent
+
+
+def _span_in(traceparent: str) -> str:
+    """Another span of the same trace, as the runtime's tool-call span is."""
+    return f"00-{traceparent.split('-')[1]}-{os.urandom(8).hex()}-01"
+
+
+def test_a_sandbox_cannot_put_the_gateways_spans_into_a_trace_not_its_tasks(traced: Jaeger, tmp_path: Path) -> None:
+    """The `traceparent` header is the sandbox's to write: the gateway keeps it only when it names the caller's own
+    task's trace. A hostile sandbox naming another task's trace (read from that task's status, say) gets its request's
+    spans put under its own task's span; one with no trace, or a refused token, gets spans of a trace of their own."""
+    servers = {"crm": MCPServerSpec(transport="stdio", command=TRACE_SERVER, env={"RECORD_FILE": str(tmp_path / "r")})}
+    victim, attacker = _launched(), _launched()
+    with start_gateway(servers, tmp_path / "gw.sock") as gw:
+        victim_token = gw.gateway.register_task(_task("victim"), 600, victim)
+        attacker_token = gw.gateway.register_task(_task("attacker"), 600, attacker)
+        untraced_token = gw.gateway.register_task(_task("untraced"), 600)
+        own = _span_in(attacker)
+        with gw.client(victim_token) as client:
+            assert client.get("/v1/servers", headers={"traceparent": _span_in(victim)}).status_code == 200
+        with gw.client(attacker_token) as client:
+            assert client.get("/v1/servers", headers={"traceparent": _span_in(victim)}).status_code == 200
+            assert client.get("/v1/servers", headers={"traceparent": own}).status_code == 200
+        with gw.client(untraced_token) as client:
+            assert client.get("/v1/servers", headers={"traceparent": _span_in(victim)}).status_code == 200
+        with gw.client("forged-token") as client:
+            assert client.get("/v1/servers", headers={"traceparent": _span_in(victim)}).status_code == 401
+        tracing.flush()
+    attacker_id, attacker_launch = attacker.split("-")[1:3]
+    trace = traced.wait_for(attacker_id, lambda t: len(spans_by_name(t).get("GET /v1/servers", [])) == 2)
+    # Under its task's span (the victim's header forced out), and under its own span (its header kept).
+    assert {parent_of(span) for span in spans_by_name(trace)["GET /v1/servers"]} == {attacker_launch, own.split("-")[2]}
+    # The victim's trace holds its own request only: its request span and that one's auth span, nothing more.
+    victims = spans_by_name(traced.wait_for(victim.split("-")[1], lambda t: "gateway.auth" in spans_by_name(t)))
+    assert len(victims["GET /v1/servers"]) == 1 and len(victims["gateway.auth"]) == 1
+    assert set(victims) == {"operator.launch", "GET /v1/servers", "gateway.auth"}
+    assert all(tags(span)["mcpexec.task.name"] == "victim" for span in victims["gateway.auth"])
