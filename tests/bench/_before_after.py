@@ -7,10 +7,11 @@ minute to the next, so two runs minutes apart differ by that much with no change
 turns (before first in even pairs, after first in odd ones) see the same machine.
 
 Run: `python -m tests.bench._before_after BEFORE AFTER [--servers everything time] [--callers 1 16] [--pairs 16]
-[--seconds 3]` (committed revisions, e.g. `main~3 HEAD`; not part of `make bench`: it compares commits, not this
-checkout's figures). Each revision is checked out in a temporary git worktree and served by its own
-tests/bench/gateway_overhead.py; both run on this environment's installed packages (the Rust scanner's wheel
-included), so only the Python code of the two revisions differs. One JSON line per (server, callers).
+[--seconds 3] [--tracing]` (committed revisions, e.g. `main~3 HEAD`; `--tracing`: both export every call to a real
+Jaeger, as the tracing bench's "on"; not part of `make bench`: it compares commits, not this checkout's figures).
+Each revision is checked out in a temporary git worktree and served by its own tests/bench/gateway_overhead.py; both
+run on this environment's installed packages (the Rust scanner's wheel included), so only the Python code of the two
+revisions differs. One JSON line per (server, callers).
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from typing import Any
 from tests.bench._process_cpu import cpu_seconds
 from tests.bench.gateway_overhead import Gateway, _http_process, _open_session, _prepare, _tools, _wrk, _wrk_script
 from tests.support.components import REPO
+from tests.support.trace_receiver import jaeger
 
 WARMUP_SECONDS = 2
 
@@ -98,16 +100,18 @@ def main(argv: list[str]) -> None:
     parser.add_argument("--callers", nargs="+", type=int, default=[1, 16])
     parser.add_argument("--pairs", type=int, default=16)
     parser.add_argument("--seconds", type=int, default=3, help="of each wrk run (wrk takes whole seconds)")
+    parser.add_argument("--tracing", action="store_true", help="both gateways export every call to a real Jaeger")
     args = parser.parse_args(argv)
     medians: list[float] = []
     with tempfile.TemporaryDirectory(prefix="mcpexec-before-after-") as tmp, contextlib.ExitStack() as stack:
         workdir = Path(tmp) / "work"
         workdir.mkdir()
         _prepare(workdir)
+        traced = {"OTEL_EXPORTER_OTLP_ENDPOINT": stack.enter_context(jaeger()).otlp_endpoint} if args.tracing else {}
         gateways: dict[str, Gateway] = {}
         for side in ("before", "after"):
             checkout = stack.enter_context(_checkout(getattr(args, side), Path(tmp)))
-            env = os.environ | {"PYTHONPATH": str(checkout)}
+            env = os.environ | {"PYTHONPATH": str(checkout)} | traced
             gateways[side] = stack.enter_context(
                 _http_process("tests.bench.gateway_overhead", workdir, env, cwd=checkout)
             )
@@ -118,7 +122,8 @@ def main(argv: list[str]) -> None:
                 if cell["after_over_before"]["median"] is not None:
                     medians.append(cell["after_over_before"]["median"])
     geomean = round(math.exp(statistics.fmean(math.log(m) for m in medians)), 4) if medians else None
-    print(json.dumps({"before": args.before, "after": args.after, "after_over_before_geomean": geomean}), flush=True)
+    summary = {"before": args.before, "after": args.after, "tracing": args.tracing}
+    print(json.dumps(summary | {"after_over_before_geomean": geomean}), flush=True)
 
 
 if __name__ == "__main__":
