@@ -82,9 +82,9 @@ async def sandbox_parent(scope: Scope, traceparent: str | None) -> str | None:
     except Exception:  # the route answers the refusal (or fails) itself: a span's parent never changes an answer
         return None
     own = tracing.parse(ctx.traceparent) if ctx.traceparent else None
-    sent = tracing.parse(traceparent) if traceparent else None
     if own is None:
         return None
+    sent = tracing.parse(traceparent) if traceparent else None
     return traceparent if sent is not None and sent[0] == own[0] else ctx.traceparent
 
 
