@@ -18,7 +18,7 @@ import pytest
 
 from gateway.settings import LLMUpstream
 from mcpexec import tracing
-from mcpexec.api.agenttask import AgentTask, parse_agenttask, runtime_task_config
+from mcpexec.api.agenttask import parse_agenttask, runtime_task_config
 from mcpexec.api.mcpserver import MCPServerSpec
 from mcpexec.local.sandbox.process import UnsafeProcessSandbox
 from mcpexec.local.sessions import LocalSessions
@@ -28,6 +28,7 @@ from tests.integration.tracing.trace_server import EMAIL, PHONE, records
 from tests.support.components import free_port, listening, redis_server
 from tests.support.scripted_llm import ScriptedLLM
 from tests.support.sessions import SessionsThread
+from tests.support.tasks import make_task
 from tests.support.trace_receiver import Jaeger, jaeger, parent_of, render, service_of, spans_by_name, tags
 
 TRACE_SERVER = [sys.executable, "-m", "tests.integration.tracing.trace_server"]
@@ -71,6 +72,14 @@ class TracedRun:
     token: str
 
 
+def _launched() -> str:
+    """A task's trace, started as the operator's launch span starts it."""
+    with tracing.span("operator.launch") as launch:
+        traceparent = tracing.traceparent_of(launch)
+    assert traceparent is not None
+    return traceparent
+
+
 def _traced_run(
     tmp_path: Path, servers: dict[str, MCPServerSpec], spec: dict[str, Any], llm: LLMUpstream | None = None
 ) -> TracedRun:
@@ -85,9 +94,7 @@ def _traced_run(
         }
     )
     with redis_server() as redis_url, start_gateway(servers, tmp_path / "gw.sock", redis_url=redis_url, llm=llm) as gw:
-        with tracing.span("operator.launch") as launch:
-            traceparent = tracing.traceparent_of(launch)
-        assert traceparent is not None
+        traceparent = _launched()
         token = gw.gateway.register_task(task, 600, traceparent)
         context = gw.gateway.context(task.task_id)
         assert context is not None
@@ -207,25 +214,6 @@ def test_a_sessions_executions_are_spans_of_the_trace_its_launch_started(
     assert EMAIL not in json.dumps(trace)
 
 
-def _task(name: str) -> AgentTask:
-    return parse_agenttask(
-        {
-            "apiVersion": "mcpexec.dev/v1alpha1",
-            "kind": "AgentTask",
-            "metadata": {"name": name, "namespace": "default"},
-            "spec": {"mcpServers": ["crm"], "code": "print(1)"},
-        }
-    )
-
-
-def _launched() -> str:
-    """A task's trace, started as the operator's launch span starts it."""
-    with tracing.span("operator.launch") as launch:
-        traceparent = tracing.traceparent_of(launch)
-    assert traceparent is not None
-    return traceparent
-
-
 def _span_in(traceparent: str) -> str:
     """Another span of the same trace, as the runtime's tool-call span is."""
     return f"00-{traceparent.split('-')[1]}-{os.urandom(8).hex()}-01"
@@ -238,9 +226,9 @@ def test_a_sandbox_cannot_put_the_gateways_spans_into_a_trace_not_its_tasks(trac
     servers = {"crm": MCPServerSpec(transport="stdio", command=TRACE_SERVER, env={"RECORD_FILE": str(tmp_path / "r")})}
     victim, attacker = _launched(), _launched()
     with start_gateway(servers, tmp_path / "gw.sock") as gw:
-        victim_token = gw.gateway.register_task(_task("victim"), 600, victim)
-        attacker_token = gw.gateway.register_task(_task("attacker"), 600, attacker)
-        untraced_token = gw.gateway.register_task(_task("untraced"), 600)
+        victim_token = gw.gateway.register_task(make_task("victim", ["crm"]), 600, victim)
+        attacker_token = gw.gateway.register_task(make_task("attacker", ["crm"]), 600, attacker)
+        untraced_token = gw.gateway.register_task(make_task("untraced", ["crm"]), 600)
         own = _span_in(attacker)
         with gw.client(victim_token) as client:
             assert client.get("/v1/servers", headers={"traceparent": _span_in(victim)}).status_code == 200
